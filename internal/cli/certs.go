@@ -1,0 +1,253 @@
+package cli
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+	"github.com/kubeboot/kubeboot/pkg/pki"
+)
+
+// clusterOptions locate the cluster configuration for commands that work
+// on an existing node's files.
+type clusterOptions struct {
+	configFile string
+	certDir    string
+}
+
+func (o *clusterOptions) addFlags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.configFile, config.FlagConfig, "", "Path to the kubeadm v1beta4 configuration the cluster was created with (validity periods, encryption algorithm, certificates dir)")
+	cmd.Flags().StringVar(&o.certDir, config.FlagCertDir, "/etc/kubernetes/pki", "Where certificates are stored (under --root); ignored with --config")
+}
+
+// load returns the configuration from --config, or kubeboot's defaults.
+func (o *clusterOptions) load() (*config.Config, error) {
+	c := &config.Config{}
+	if o.configFile != "" {
+		var err error
+		if c, err = config.ReadFile(o.configFile); err != nil {
+			return nil, err
+		}
+	}
+	c.EnsureInit()
+	if o.configFile == "" {
+		c.Cluster.CertificatesDir = o.certDir
+	}
+	if err := c.DefaultInit(config.DetectHost()); err != nil {
+		return nil, err
+	}
+	if err := c.ValidateKinds(config.KindCluster); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (o *clusterOptions) writers(g *GlobalFlags, s Streams) (*pki.Generator, *kubeconfig.Writer, error) {
+	c, err := o.load()
+	if err != nil {
+		return nil, nil, err
+	}
+	fs := g.FS(false, s.Out)
+	gen := &pki.Generator{FS: fs, Cfg: c, Out: s.Out}
+	return gen, &kubeconfig.Writer{FS: fs, Cfg: c, PKI: gen, Out: s.Out}, nil
+}
+
+func newCertsCommand(g *GlobalFlags, s Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "certs",
+		Short: "Commands related to handling Kubernetes certificates",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newCheckExpirationCommand(g, s), newRenewCommand(g, s), &cobra.Command{
+		Use:   "certificate-key",
+		Short: "Generate certificate keys",
+		Long: `This command will print out a secure randomly-generated certificate key that can be used with
+the "init" command. You can also use "kubeboot init --upload-certs" without specifying a
+certificate key and it will generate and print one for you.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			key := make([]byte, 32)
+			if _, err := rand.Read(key); err != nil {
+				return err
+			}
+			fmt.Fprintln(s.Out, hex.EncodeToString(key))
+			return nil
+		},
+	})
+	return cmd
+}
+
+// renewableKubeconfigs are the kubeconfig files whose certificates
+// kubeboot checks and renews.
+func renewableKubeconfigs(c *config.Config) []kubeconfig.Spec {
+	var out []kubeconfig.Spec
+	for _, s := range kubeconfig.List(c) {
+		if s.Renewable {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func newCheckExpirationCommand(g *GlobalFlags, s Streams) *cobra.Command {
+	o := &clusterOptions{}
+	cmd := &cobra.Command{
+		Use:   "check-expiration",
+		Short: "Check certificates expiration for a Kubernetes cluster",
+		Long:  "Checks expiration for the certificates in the local PKI managed by kubeboot.",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			gen, kw, err := o.writers(g, s)
+			if err != nil {
+				return err
+			}
+			cas, leaves := gen.Inspect()
+			for _, k := range renewableKubeconfigs(gen.Cfg) {
+				st := pki.Status{Name: k.FileName, CAName: "ca"}
+				if cert, err := kw.ClientCert(path.Join(kubeconfig.Dir, k.FileName)); err != nil {
+					st.Missing = true
+				} else {
+					st.NotAfter = cert.NotAfter
+					if ca, err := gen.CA("ca"); err == nil {
+						st.External = ca.Key == nil
+					}
+				}
+				leaves = append(leaves, st)
+			}
+			sort.Slice(leaves, func(i, j int) bool { return leaves[i].Name < leaves[j].Name })
+			now := time.Now()
+			w := tabwriter.NewWriter(s.Out, 10, 4, 3, ' ', 0)
+			fmt.Fprintln(w, "CERTIFICATE\tEXPIRES\tRESIDUAL TIME\tCERTIFICATE AUTHORITY\tEXTERNALLY MANAGED")
+			for _, st := range leaves {
+				if st.Missing || st.Err != nil {
+					fmt.Fprintf(w, "!MISSING! %s\t\t\t\t\n", st.Name)
+					continue
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", st.Name, expires(st.NotAfter), residual(now, st.NotAfter), st.CAName, yesNo(st.External))
+			}
+			w.Flush()
+			fmt.Fprintln(s.Out)
+			w = tabwriter.NewWriter(s.Out, 10, 4, 3, ' ', 0)
+			fmt.Fprintln(w, "CERTIFICATE AUTHORITY\tEXPIRES\tRESIDUAL TIME\tEXTERNALLY MANAGED")
+			for _, st := range cas {
+				if st.Missing || st.Err != nil {
+					fmt.Fprintf(w, "!MISSING! %s\t\t\t\n", st.Name)
+					continue
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", st.Name, expires(st.NotAfter), residual(now, st.NotAfter), yesNo(st.External))
+			}
+			return w.Flush()
+		},
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func expires(t time.Time) string { return t.UTC().Format("Jan 02, 2006 15:04 MST") }
+
+func residual(now, t time.Time) string {
+	if !t.After(now) {
+		return "<invalid>"
+	}
+	return duration.ShortHumanDuration(t.Sub(now))
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func newRenewCommand(g *GlobalFlags, s Streams) *cobra.Command {
+	o := &clusterOptions{}
+	names := append(append([]string{"all"}, nonCANames()...), "admin.conf", "super-admin.conf", "controller-manager.conf", "scheduler.conf")
+	cmd := &cobra.Command{
+		Use:   "renew <" + strings.Join(names, "|") + ">",
+		Short: "Renew certificates for a Kubernetes cluster",
+		Long: `Renew a certificate, or all of them, with a new key and a fresh validity
+period, keeping the identity and SANs of the existing certificate. CAs are
+not renewed. Renewal needs the signing CA's key; certificates of an external
+CA are renewed with that CA.
+
+Components read their certificates when they start: restart the control
+plane afterwards.`,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: names,
+		RunE: func(_ *cobra.Command, args []string) error {
+			gen, kw, err := o.writers(g, s)
+			if err != nil {
+				return err
+			}
+			renewCert := func(name string) error {
+				if err := gen.Renew(name); err != nil {
+					return err
+				}
+				spec, _ := pki.List(gen.Cfg).Get(name)
+				fmt.Fprintf(s.Out, "[renew] %s renewed\n", spec.LongName)
+				return nil
+			}
+			renewKubeconfig := func(k kubeconfig.Spec) error {
+				if err := kw.Renew(k); err != nil {
+					return err
+				}
+				fmt.Fprintf(s.Out, "[renew] certificate embedded in the kubeconfig file %s renewed\n", k.FileName)
+				return nil
+			}
+			arg := args[0]
+			if arg == "all" {
+				for _, spec := range pki.List(gen.Cfg) {
+					if !spec.IsCA() {
+						if err := renewCert(spec.Name); err != nil {
+							return err
+						}
+					}
+				}
+				for _, k := range renewableKubeconfigs(gen.Cfg) {
+					if err := renewKubeconfig(k); err != nil {
+						return err
+					}
+				}
+			} else if k, ok := findKubeconfig(gen.Cfg, arg); ok {
+				if err := renewKubeconfig(k); err != nil {
+					return err
+				}
+			} else if err := renewCert(arg); err != nil {
+				return err
+			}
+			fmt.Fprintln(s.Out, "\nDone renewing certificates. You must restart the kube-apiserver, kube-controller-manager, kube-scheduler and etcd, so that they can use the new certificates.")
+			return nil
+		},
+	}
+	o.addFlags(cmd)
+	return cmd
+}
+
+func nonCANames() []string {
+	var out []string
+	for _, s := range pki.List(nil) {
+		if !s.IsCA() {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+func findKubeconfig(c *config.Config, file string) (kubeconfig.Spec, bool) {
+	for _, k := range renewableKubeconfigs(c) {
+		if k.FileName == file {
+			return k, true
+		}
+	}
+	return kubeconfig.Spec{}, false
+}

@@ -1,0 +1,84 @@
+// Package cli builds kubeboot's command line. Each command has its flags
+// in a struct of its own; nothing lives in package variables, so tests run
+// commands in-process with Run.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+)
+
+// Streams are a command's standard streams.
+type Streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// GlobalFlags are the flags every command has.
+type GlobalFlags struct {
+	// Root is the prefix every path kubeboot reads or writes sits under.
+	Root string
+}
+
+// FS returns the node filesystem, or a dry-run view of it.
+func (g *GlobalFlags) FS(dryRun bool, out io.Writer) fsys.FS {
+	root := fsys.NewRoot(g.Root)
+	if dryRun {
+		return fsys.NewDryRun(root, out)
+	}
+	return root
+}
+
+// NewCommand returns the kubeboot command tree.
+func NewCommand(s Streams) *cobra.Command {
+	g := &GlobalFlags{}
+	cmd := &cobra.Command{
+		Use:   "kubeboot",
+		Short: "kubeboot: bootstrap a Kubernetes cluster from one binary",
+		Long: `kubeboot turns Linux hosts into a Kubernetes cluster the way kubeadm does,
+with every component embedded in this one binary and nothing to download.
+
+    ┌──────────────────────────────────────────────────────────┐
+    │ On the first control-plane node: kubeboot init            │
+    │ On every other node:             kubeboot join <endpoint> │
+    └──────────────────────────────────────────────────────────┘`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	cmd.SetIn(s.In)
+	cmd.SetOut(s.Out)
+	cmd.SetErr(s.Err)
+	cmd.PersistentFlags().StringVar(&g.Root, "root", "/", "Prefix for every path kubeboot reads or writes (lets several nodes or tests share one host)")
+	cmd.AddCommand(
+		newInitCommand(g, s),
+		newConfigCommand(g, s),
+		newCertsCommand(g, s),
+		newKubeconfigCommand(g, s),
+		newTokenCommand(g, s),
+		newVersionCommand(s),
+	)
+	return cmd
+}
+
+// Run executes kubeboot with args (without the program name) and returns
+// the process exit code. SIGINT and SIGTERM cancel the command's context,
+// so a long phase stops what it started.
+func Run(args []string, s Streams) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd := NewCommand(s)
+	cmd.SetArgs(args)
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(s.Err, "error: %v\n", err)
+		return 1
+	}
+	return 0
+}

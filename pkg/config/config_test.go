@@ -1,0 +1,231 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+var testHost = Host{Hostname: "node-a", DefaultIP: "10.10.0.2"}
+
+const validInit = `apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+localAPIEndpoint:
+  advertiseAddress: 10.10.0.2
+nodeRegistration:
+  name: node-a
+---
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+kubernetesVersion: v1.37.2
+controlPlaneEndpoint: cp.example.com:6443
+networking:
+  podSubnet: 10.244.0.0/16
+  serviceSubnet: 10.96.0.0/12
+`
+
+func parseAndValidate(t *testing.T, doc string) error {
+	t.Helper()
+	c, err := Parse("test.yaml", []byte(doc))
+	if err != nil {
+		return err
+	}
+	if c.Init != nil || c.Cluster != nil {
+		if err := c.DefaultInit(testHost); err != nil {
+			return err
+		}
+	}
+	if c.Join != nil {
+		c.DefaultJoin(testHost)
+	}
+	if c.Reset != nil {
+		c.DefaultReset()
+	}
+	return c.Validate()
+}
+
+func TestValidConfig(t *testing.T) {
+	if err := parseAndValidate(t, validInit); err != nil {
+		t.Fatalf("valid config rejected: %v", err)
+	}
+}
+
+func TestConfigRules(t *testing.T) {
+	cluster := func(body string) string {
+		return "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n" + body
+	}
+	init := func(body string) string {
+		return "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n" + body
+	}
+	cases := []struct {
+		name string
+		doc  string
+		want []string // substrings the error must contain
+	}{
+		{"unknown kind", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: MasterConfiguration\n", []string{"document 1", "kind: Unsupported value", "MasterConfiguration"}},
+		{"unknown apiVersion", "apiVersion: kubeadm.k8s.io/v1beta9\nkind: InitConfiguration\n", []string{"document 1", "apiVersion: Unsupported value", "v1beta9"}},
+		{"old apiVersion", "apiVersion: kubeadm.k8s.io/v1beta3\nkind: InitConfiguration\n", []string{"kubeadm config migrate"}},
+		{"unknown group", "apiVersion: example.com/v1\nkind: Foo\n", []string{"apiVersion: Unsupported value", "example.com/v1"}},
+		{"missing kind", "apiVersion: kubeadm.k8s.io/v1beta4\n", []string{"kind: Required value"}},
+		{"unknown field", cluster("networking:\n  podSubnett: 10.244.0.0/16\n"), []string{"document 1 (ClusterConfiguration", `unknown field "networking.podSubnett"`}},
+		{"unknown field in second document", validInit + "---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: ResetConfiguration\nbogus: 1\n", []string{"document 3 (ResetConfiguration, line 16)", `unknown field "bogus"`}},
+		{"duplicate kind", init("") + "---\n" + init(""), []string{"document 2", "given twice"}},
+		{"malformed YAML", cluster("networking:\n  podSubnet: [10.0.0.0/8\n"), []string{"malformed YAML", "line"}},
+		{"malformed YAML line is absolute", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n---\n" + "apiVersion: v1\nkind: x\n  bad: indent\n", []string{"document 2 (line 4)", "malformed YAML", "line 6"}},
+		{"not a mapping", "- a\n- b\n", []string{"expected a mapping"}},
+		{"invalid advertise IP", init("localAPIEndpoint:\n  advertiseAddress: 10.0.0.300\n"), []string{"localAPIEndpoint.advertiseAddress", "10.0.0.300", "valid IP"}},
+		{"loopback advertise IP", init("localAPIEndpoint:\n  advertiseAddress: 127.0.0.1\n"), []string{"localAPIEndpoint.advertiseAddress", "loopback"}},
+		{"invalid bind port", init("localAPIEndpoint:\n  bindPort: 70000\n"), []string{"localAPIEndpoint.bindPort"}},
+		{"invalid pod CIDR", cluster("networking:\n  podSubnet: 10.244.0.0/33\n"), []string{"networking.podSubnet", "valid CIDR"}},
+		{"CIDR host bits", cluster("networking:\n  podSubnet: 10.244.1.0/16\n"), []string{"networking.podSubnet", "host bits"}},
+		{"invalid service CIDR", cluster("networking:\n  serviceSubnet: banana\n"), []string{"networking.serviceSubnet", "valid CIDR"}},
+		{"pod and service CIDRs overlap", cluster("networking:\n  podSubnet: 10.0.0.0/8\n  serviceSubnet: 10.96.0.0/12\n"), []string{"networking.podSubnet", "overlaps with the service subnet 10.96.0.0/12"}},
+		{"service CIDR too small", cluster("networking:\n  serviceSubnet: 10.96.0.0/29\n"), []string{"networking.serviceSubnet", "too small"}},
+		{"service CIDR too large", cluster("networking:\n  serviceSubnet: 10.0.0.0/8\n"), []string{"networking.serviceSubnet", "too large"}},
+		{"dual-stack needs two families", cluster("networking:\n  serviceSubnet: 10.96.0.0/16,10.97.0.0/16\n"), []string{"networking.serviceSubnet", "one IPv4 and one IPv6"}},
+		{"endpoint bad port", cluster("controlPlaneEndpoint: cp.example.com:99999\n"), []string{"controlPlaneEndpoint", "port"}},
+		{"endpoint bad host", cluster("controlPlaneEndpoint: bad_host!:6443\n"), []string{"controlPlaneEndpoint", "neither an IP address nor a DNS name"}},
+		{"endpoint empty host", cluster("controlPlaneEndpoint: ':6443'\n"), []string{"controlPlaneEndpoint", "host is empty"}},
+		{"unsupported version", cluster("kubernetesVersion: v1.30.0\n"), []string{"kubernetesVersion", "Unsupported value", "v1.37.2"}},
+		{"version label", cluster("kubernetesVersion: stable-1\n"), []string{"kubernetesVersion", "Unsupported value"}},
+		{"bad token in file", init("bootstrapTokens:\n- token: abc.def\n"), []string{"document 1 (InitConfiguration", "abc.def"}},
+		{"bad token usage", init("bootstrapTokens:\n- token: abcdef.0123456789abcdef\n  usages: [fly]\n"), []string{"bootstrapTokens[0].usages[0]", "Unsupported value"}},
+		{"unknown encryption algorithm", cluster("encryptionAlgorithm: RSA-1024\n"), []string{"encryptionAlgorithm", "Unsupported value", "RSA-1024", "ECDSA-P256"}},
+		{"invalid cert SAN", cluster("apiServer:\n  certSANs: [\"not a name\"]\n"), []string{"apiServer.certSANs[0]"}},
+		{"relative cert dir", cluster("certificatesDir: pki\n"), []string{"certificatesDir", "absolute"}},
+		{"negative validity", cluster("certificateValidityPeriod: -1h\n"), []string{"certificateValidityPeriod", "positive"}},
+		{"local and external etcd", cluster("etcd:\n  local: {dataDir: /var/lib/etcd}\n  external: {endpoints: [\"https://10.0.0.1:2379\"]}\n"), []string{"etcd", "not both"}},
+		{"external etcd needs TLS files", cluster("etcd:\n  external:\n    endpoints: [\"https://10.0.0.1:2379\"]\n"), []string{"etcd.external.caFile", "Required"}},
+		{"bad node name", init("nodeRegistration:\n  name: Node_A\n"), []string{"nodeRegistration.name"}},
+		{"bad certificate key", init("certificateKey: abcd\n"), []string{"certificateKey", "64 hexadecimal"}},
+		{"join without discovery", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery: {}\n", []string{"JoinConfiguration", "discovery", "Required"}},
+		{"join bad hash", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    token: abcdef.0123456789abcdef\n    apiServerEndpoint: 10.0.0.1:6443\n    caCertHashes: [md5:1234]\n", []string{"discovery.bootstrapToken.caCertHashes[0]"}},
+		{"join endpoint without port", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    token: abcdef.0123456789abcdef\n    apiServerEndpoint: 10.0.0.1\n    unsafeSkipCAVerification: true\n", []string{"discovery.bootstrapToken.apiServerEndpoint", "host:port"}},
+		{"kubelet unknown field", "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriverr: cgroupfs\n", []string{"KubeletConfiguration", `unknown field "cgroupDriverr"`}},
+		{"kube-proxy wrong version", "apiVersion: kubeproxy.config.k8s.io/v1beta1\nkind: KubeProxyConfiguration\n", []string{"kubeproxy.config.k8s.io/v1alpha1"}},
+		{"empty file", "# nothing\n", []string{"no configuration documents"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := parseAndValidate(t, tc.doc)
+			if err == nil {
+				t.Fatalf("accepted, want error containing %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			var de *DocError
+			var ve *ValidationError
+			if !errors.As(err, &de) && !errors.As(err, &ve) {
+				t.Errorf("error %T is not a document error", err)
+			}
+		})
+	}
+}
+
+func TestDefaultsPrintedAreValid(t *testing.T) {
+	initDefaults, err := InitDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]*Config{"init": initDefaults, "join": JoinDefaults(), "reset": ResetDefaults()} {
+		t.Run(name, func(t *testing.T) {
+			out, err := c.Marshal()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := parseAndValidate(t, string(out)); err != nil {
+				t.Fatalf("printed defaults do not validate: %v\n%s", err, out)
+			}
+		})
+	}
+	out, _ := initDefaults.Marshal()
+	for _, want := range []string{"kind: InitConfiguration", "kind: ClusterConfiguration", "kubernetesVersion: v1.37.2", "token: abcdef.0123456789abcdef", "encryptionAlgorithm: RSA-2048"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("init defaults lack %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestFlagsAndConfigFile(t *testing.T) {
+	newFlags := func(args ...string) (*InitFlags, *pflag.FlagSet) {
+		f := &InitFlags{}
+		fs := pflag.NewFlagSet("init", pflag.ContinueOnError)
+		f.AddFlags(fs)
+		fs.Bool("dry-run", false, "")
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return f, fs
+	}
+	t.Run("flags only", func(t *testing.T) {
+		f, fs := newFlags("--apiserver-advertise-address=10.1.0.5", "--control-plane-endpoint=vip.example.com:8443",
+			"--pod-network-cidr=10.244.0.0/16", "--service-cidr=10.112.0.0/16", "--node-name=n1",
+			"--apiserver-cert-extra-sans=a.example.com,10.9.9.9", "--token=abcdef.0123456789abcdef", "--token-ttl=2h")
+		c, err := LoadInit(f, fs, testHost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Init.LocalAPIEndpoint.AdvertiseAddress != "10.1.0.5" || c.Cluster.ControlPlaneEndpoint != "vip.example.com:8443" ||
+			c.Cluster.Networking.ServiceSubnet != "10.112.0.0/16" || c.Init.NodeRegistration.Name != "n1" ||
+			len(c.Cluster.APIServer.CertSANs) != 2 || c.Init.BootstrapTokens[0].Token.String() != "abcdef.0123456789abcdef" ||
+			c.Init.BootstrapTokens[0].TTL.Duration.Hours() != 2 {
+			t.Errorf("flags not applied: %+v %+v", c.Init, c.Cluster)
+		}
+	})
+	t.Run("generated token and host defaults", func(t *testing.T) {
+		f, fs := newFlags()
+		c, err := LoadInit(f, fs, testHost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Init.NodeRegistration.Name != "node-a" || c.Init.LocalAPIEndpoint.AdvertiseAddress != "10.10.0.2" || c.Init.BootstrapTokens[0].Token == nil {
+			t.Errorf("dynamic defaults missing: %+v", c.Init)
+		}
+	})
+	t.Run("bad token flag", func(t *testing.T) {
+		f, fs := newFlags("--token=nope")
+		if _, err := LoadInit(f, fs, testHost); err == nil || !strings.Contains(err.Error(), "--token") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("config mixed with flags", func(t *testing.T) {
+		f, fs := newFlags("--config=/nonexistent", "--pod-network-cidr=10.244.0.0/16")
+		_, err := LoadInit(f, fs, testHost)
+		if err == nil || !strings.Contains(err.Error(), "can not mix '--config' with arguments [--pod-network-cidr]") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("config with allowed flags", func(t *testing.T) {
+		if err := CheckMixedFlags(func() *pflag.FlagSet { _, fs := newFlags("--config=x", "--node-name=n", "--dry-run"); return fs }()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// FuzzParse checks that no input makes the parser panic and that whatever
+// it accepts marshals back into something it accepts again.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(validInit))
+	f.Add([]byte("apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\n"))
+	f.Add([]byte("---\n---\n"))
+	f.Add([]byte("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: cgroupfs\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse("fuzz", data)
+		if err != nil {
+			return
+		}
+		_ = c.Validate()
+		out, err := c.Marshal()
+		if err != nil {
+			t.Fatalf("accepted input does not marshal: %v", err)
+		}
+		if _, err := Parse("fuzz-roundtrip", out); err != nil {
+			t.Fatalf("marshalled config does not parse again: %v\n%s", err, out)
+		}
+	})
+}

@@ -1,0 +1,155 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
+	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+
+	"github.com/kubeboot/kubeboot/pkg/version"
+)
+
+// DefaultCRISocket is where kubeboot expects the container runtime.
+const DefaultCRISocket = "unix:///var/run/containerd/containerd.sock"
+
+// Host is what dynamic defaults need to know about the machine. Tests fill
+// it in; commands get it from DetectHost.
+type Host struct {
+	Hostname  string
+	DefaultIP string // address of the interface holding the default route
+}
+
+// DetectHost reads the hostname and the default-route address. A missing
+// default route leaves DefaultIP empty; validation then asks for
+// --apiserver-advertise-address.
+func DetectHost() Host {
+	h := Host{}
+	if name, err := os.Hostname(); err == nil {
+		h.Hostname = strings.ToLower(name)
+	}
+	if ip, err := utilnet.ChooseHostInterface(); err == nil {
+		h.DefaultIP = ip.String()
+	}
+	return h
+}
+
+// EnsureInit makes sure the configuration has the documents `init` needs,
+// creating empty ones where the file had none (kubeadm accepts a file with
+// only a ClusterConfiguration, for instance).
+func (c *Config) EnsureInit() {
+	if c.Init == nil {
+		c.Init = &kubeadmv1.InitConfiguration{}
+	}
+	if c.Cluster == nil {
+		c.Cluster = &kubeadmv1.ClusterConfiguration{}
+	}
+}
+
+// DefaultInit applies kubeadm's static v1beta4 defaults and the dynamic
+// ones (node name, advertise address, bootstrap token) to the Init and
+// Cluster documents, creating them if missing.
+func (c *Config) DefaultInit(h Host) error {
+	c.EnsureInit()
+	if c.Cluster.KubernetesVersion == "" {
+		c.Cluster.KubernetesVersion = version.Kubernetes
+	}
+	kubeadmv1.SetObjectDefaults_InitConfiguration(c.Init)
+	kubeadmv1.SetObjectDefaults_ClusterConfiguration(c.Cluster)
+	if c.Init.NodeRegistration.Name == "" {
+		c.Init.NodeRegistration.Name = h.Hostname
+	}
+	if c.Init.NodeRegistration.CRISocket == "" {
+		c.Init.NodeRegistration.CRISocket = DefaultCRISocket
+	}
+	if c.Init.LocalAPIEndpoint.AdvertiseAddress == "" {
+		c.Init.LocalAPIEndpoint.AdvertiseAddress = h.DefaultIP
+	}
+	for i := range c.Init.BootstrapTokens {
+		if c.Init.BootstrapTokens[i].Token != nil {
+			continue
+		}
+		tok, err := bootstraputil.GenerateBootstrapToken()
+		if err != nil {
+			return fmt.Errorf("generating a bootstrap token: %w", err)
+		}
+		bts, err := bootstraptokenv1.NewBootstrapTokenString(tok)
+		if err != nil {
+			return err
+		}
+		c.Init.BootstrapTokens[i].Token = bts
+	}
+	return nil
+}
+
+// DefaultJoin applies kubeadm's defaults to the Join document.
+func (c *Config) DefaultJoin(h Host) {
+	if c.Join == nil {
+		c.Join = &kubeadmv1.JoinConfiguration{}
+	}
+	kubeadmv1.SetObjectDefaults_JoinConfiguration(c.Join)
+	if c.Join.NodeRegistration.Name == "" {
+		c.Join.NodeRegistration.Name = h.Hostname
+	}
+	if c.Join.NodeRegistration.CRISocket == "" {
+		c.Join.NodeRegistration.CRISocket = DefaultCRISocket
+	}
+	if c.Join.ControlPlane != nil && c.Join.ControlPlane.LocalAPIEndpoint.AdvertiseAddress == "" {
+		c.Join.ControlPlane.LocalAPIEndpoint.AdvertiseAddress = h.DefaultIP
+	}
+}
+
+// DefaultReset applies kubeadm's defaults to the Reset document.
+func (c *Config) DefaultReset() {
+	if c.Reset == nil {
+		c.Reset = &kubeadmv1.ResetConfiguration{}
+	}
+	kubeadmv1.SetObjectDefaults_ResetConfiguration(c.Reset)
+}
+
+// placeholderToken is what kubeadm prints in default files.
+const placeholderToken = "abcdef.0123456789abcdef"
+
+// InitDefaults returns the documents `config print init-defaults` prints:
+// complete and valid, with kubeadm's placeholders for what only the
+// machine knows.
+func InitDefaults() (*Config, error) {
+	c := &Config{}
+	c.EnsureInit()
+	bts, err := bootstraptokenv1.NewBootstrapTokenString(placeholderToken)
+	if err != nil {
+		return nil, err
+	}
+	c.Init.BootstrapTokens = []bootstraptokenv1.BootstrapToken{{Token: bts}}
+	if err := c.DefaultInit(Host{Hostname: "node", DefaultIP: "1.2.3.4"}); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// JoinDefaults returns the documents `config print join-defaults` prints.
+func JoinDefaults() *Config {
+	c := &Config{Join: &kubeadmv1.JoinConfiguration{
+		Discovery: kubeadmv1.Discovery{
+			BootstrapToken: &kubeadmv1.BootstrapTokenDiscovery{
+				Token:                    placeholderToken,
+				APIServerEndpoint:        "kube-apiserver:6443",
+				UnsafeSkipCAVerification: true,
+			},
+			TLSBootstrapToken: placeholderToken,
+		},
+	}}
+	c.DefaultJoin(Host{Hostname: "node"})
+	return c
+}
+
+// ResetDefaults returns the documents `config print reset-defaults` prints.
+func ResetDefaults() *Config {
+	c := &Config{}
+	c.DefaultReset()
+	c.Reset.CRISocket = DefaultCRISocket
+	return c
+}

@@ -1,0 +1,447 @@
+package config
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+	netutils "k8s.io/utils/net"
+
+	"github.com/kubeboot/kubeboot/pkg/version"
+)
+
+// EncryptionAlgorithms are the key types kubeboot generates, as kubeadm.
+var EncryptionAlgorithms = []string{
+	string(kubeadmv1.EncryptionAlgorithmRSA2048),
+	string(kubeadmv1.EncryptionAlgorithmRSA3072),
+	string(kubeadmv1.EncryptionAlgorithmRSA4096),
+	string(kubeadmv1.EncryptionAlgorithmECDSAP256),
+	string(kubeadmv1.EncryptionAlgorithmECDSAP384),
+}
+
+// ValidationError lists every rule one document breaks.
+type ValidationError struct {
+	Doc  DocError
+	Errs field.ErrorList
+}
+
+func (e *ValidationError) Error() string {
+	msgs := make([]string, len(e.Errs))
+	for i, fe := range e.Errs {
+		msgs[i] = fe.Error()
+	}
+	d := e.Doc
+	d.Err = fmt.Errorf("%s", strings.Join(msgs, "\n  "))
+	if len(msgs) > 1 {
+		d.Err = fmt.Errorf("%d errors:\n  %s", len(msgs), strings.Join(msgs, "\n  "))
+	}
+	return d.Error()
+}
+
+func (c *Config) docError(kind string) DocError {
+	ref := c.docs[kind]
+	src := c.Source
+	if src == "" {
+		src = "configuration"
+	}
+	d := DocError{Source: src, Index: ref.index, Line: ref.line, Kind: kind}
+	if ref.index == 0 && c.Source == "" {
+		// Built from flags and defaults, not from a file: name the kind only.
+		d.Source = "configuration"
+	}
+	return d
+}
+
+// Validate checks every document the configuration has and returns the
+// first document's errors, all rules it breaks listed.
+func (c *Config) Validate() error { return c.ValidateKinds() }
+
+// ValidateKinds is Validate restricted to the named kinds (all when none
+// are named), for commands that use only part of a file.
+func (c *Config) ValidateKinds(kinds ...string) error {
+	check := []struct {
+		kind string
+		errs func() field.ErrorList
+		has  bool
+	}{
+		{KindInit, func() field.ErrorList { return ValidateInit(c.Init) }, c.Init != nil},
+		{KindCluster, func() field.ErrorList { return ValidateCluster(c.Cluster) }, c.Cluster != nil},
+		{KindJoin, func() field.ErrorList { return ValidateJoin(c.Join) }, c.Join != nil},
+		{KindReset, func() field.ErrorList { return ValidateReset(c.Reset) }, c.Reset != nil},
+	}
+	// Report in file order where the file gave the documents.
+	for _, ch := range check {
+		if !ch.has || (len(kinds) > 0 && !contains(kinds, ch.kind)) {
+			continue
+		}
+		if errs := ch.errs(); len(errs) > 0 {
+			return &ValidationError{Doc: c.docError(ch.kind), Errs: errs}
+		}
+	}
+	return nil
+}
+
+// NormalizeVersion accepts "v1.37.2" and "1.37.2" and returns the v-form.
+func NormalizeVersion(v string) string {
+	if v != "" && !strings.HasPrefix(v, "v") {
+		return "v" + v
+	}
+	return v
+}
+
+// ValidateCluster checks a defaulted ClusterConfiguration.
+func ValidateCluster(c *kubeadmv1.ClusterConfiguration) field.ErrorList {
+	var errs field.ErrorList
+	if NormalizeVersion(c.KubernetesVersion) != version.Kubernetes {
+		errs = append(errs, field.NotSupported(field.NewPath("kubernetesVersion"), c.KubernetesVersion, []string{version.Kubernetes}))
+	}
+	errs = append(errs, validateNetworking(&c.Networking, field.NewPath("networking"))...)
+	if c.ControlPlaneEndpoint != "" {
+		errs = append(errs, validateHostPort(c.ControlPlaneEndpoint, false, field.NewPath("controlPlaneEndpoint"))...)
+	}
+	for i, san := range c.APIServer.CertSANs {
+		errs = append(errs, validateSAN(san, field.NewPath("apiServer", "certSANs").Index(i))...)
+	}
+	errs = append(errs, validateArgs(c.APIServer.ExtraArgs, field.NewPath("apiServer", "extraArgs"))...)
+	errs = append(errs, validateArgs(c.ControllerManager.ExtraArgs, field.NewPath("controllerManager", "extraArgs"))...)
+	errs = append(errs, validateArgs(c.Scheduler.ExtraArgs, field.NewPath("scheduler", "extraArgs"))...)
+	errs = append(errs, validateEtcd(&c.Etcd, field.NewPath("etcd"))...)
+	errs = append(errs, validateAbsPath(c.CertificatesDir, field.NewPath("certificatesDir"))...)
+	if c.ClusterName == "" {
+		errs = append(errs, field.Required(field.NewPath("clusterName"), ""))
+	}
+	if !contains(EncryptionAlgorithms, string(c.EncryptionAlgorithm)) {
+		errs = append(errs, field.NotSupported(field.NewPath("encryptionAlgorithm"), c.EncryptionAlgorithm, EncryptionAlgorithms))
+	}
+	if c.CertificateValidityPeriod != nil && c.CertificateValidityPeriod.Duration <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("certificateValidityPeriod"), c.CertificateValidityPeriod.Duration.String(), "must be positive"))
+	}
+	if c.CACertificateValidityPeriod != nil && c.CACertificateValidityPeriod.Duration <= 0 {
+		errs = append(errs, field.Invalid(field.NewPath("caCertificateValidityPeriod"), c.CACertificateValidityPeriod.Duration.String(), "must be positive"))
+	}
+	return errs
+}
+
+func validateNetworking(n *kubeadmv1.Networking, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	svc, svcErrs := parseCIDRs(n.ServiceSubnet, p.Child("serviceSubnet"))
+	errs = append(errs, svcErrs...)
+	for _, s := range svc {
+		errs = append(errs, validateServiceCIDRSize(s, p.Child("serviceSubnet"))...)
+	}
+	if n.PodSubnet != "" {
+		pods, podErrs := parseCIDRs(n.PodSubnet, p.Child("podSubnet"))
+		errs = append(errs, podErrs...)
+		for _, pc := range pods {
+			for _, sc := range svc {
+				if pc.Contains(sc.IP) || sc.Contains(pc.IP) {
+					errs = append(errs, field.Invalid(p.Child("podSubnet"), n.PodSubnet,
+						fmt.Sprintf("overlaps with the service subnet %s: pods and services need disjoint ranges", sc)))
+				}
+			}
+		}
+	}
+	if n.DNSDomain != "" {
+		for _, msg := range validation.IsDNS1123Subdomain(n.DNSDomain) {
+			errs = append(errs, field.Invalid(p.Child("dnsDomain"), n.DNSDomain, msg))
+		}
+	}
+	return errs
+}
+
+// parseCIDRs reads one CIDR or a dual-stack pair "v4,v6".
+func parseCIDRs(s string, p *field.Path) ([]*net.IPNet, field.ErrorList) {
+	if s == "" {
+		return nil, field.ErrorList{field.Required(p, "a CIDR such as 10.96.0.0/12")}
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > 2 {
+		return nil, field.ErrorList{field.Invalid(p, s, "at most two CIDRs (one IPv4 and one IPv6) may be given")}
+	}
+	var out []*net.IPNet
+	var errs field.ErrorList
+	for _, part := range parts {
+		ip, n, err := netutils.ParseCIDRSloppy(strings.TrimSpace(part))
+		if err != nil {
+			errs = append(errs, field.Invalid(p, part, "must be a valid CIDR such as 10.96.0.0/12"))
+			continue
+		}
+		if !ip.Equal(n.IP) {
+			errs = append(errs, field.Invalid(p, part, fmt.Sprintf("has host bits set; did you mean %s?", n)))
+			continue
+		}
+		out = append(out, n)
+	}
+	if len(out) == 2 && netutils.IsIPv6CIDR(out[0]) == netutils.IsIPv6CIDR(out[1]) {
+		errs = append(errs, field.Invalid(p, s, "a dual-stack pair needs one IPv4 and one IPv6 CIDR"))
+	}
+	return out, errs
+}
+
+// validateServiceCIDRSize applies the kube-apiserver's limits: at most 20
+// host bits (larger ranges are refused by the allocator) and at least 16
+// addresses (the apiserver takes .1 and cluster DNS takes .10).
+func validateServiceCIDRSize(n *net.IPNet, p *field.Path) field.ErrorList {
+	ones, bits := n.Mask.Size()
+	host := bits - ones
+	switch {
+	case host > 20:
+		return field.ErrorList{field.Invalid(p, n.String(), fmt.Sprintf("is too large: at most 20 host bits (/%d) are allowed", bits-20))}
+	case host < 4:
+		return field.ErrorList{field.Invalid(p, n.String(), fmt.Sprintf("is too small: at least 16 addresses (/%d) are needed for the API server (.1) and cluster DNS (.10)", bits-4))}
+	}
+	return nil
+}
+
+// validateHostPort checks "host[:port]"; the port is required when
+// requirePort is set.
+func validateHostPort(s string, requirePort bool, p *field.Path) field.ErrorList {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		if requirePort {
+			return field.ErrorList{field.Invalid(p, s, "must be host:port, e.g. 10.0.0.1:6443 or cp.example.com:6443")}
+		}
+		host, port = s, ""
+		if strings.Contains(s, ":") && net.ParseIP(s) == nil {
+			return field.ErrorList{field.Invalid(p, s, "must be host or host:port, e.g. 10.0.0.1:6443 or cp.example.com:6443")}
+		}
+	}
+	var errs field.ErrorList
+	if host == "" {
+		errs = append(errs, field.Invalid(p, s, "the host is empty"))
+	} else if netutils.ParseIPSloppy(host) == nil {
+		if msgs := validation.IsDNS1123Subdomain(host); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(p, s, "the host is neither an IP address nor a DNS name: "+strings.Join(msgs, "; ")))
+		}
+	}
+	if port != "" {
+		n, err := strconv.Atoi(port)
+		if err != nil || n < 1 || n > 65535 {
+			errs = append(errs, field.Invalid(p, s, "the port must be a number from 1 to 65535"))
+		}
+	}
+	return errs
+}
+
+func validateSAN(san string, p *field.Path) field.ErrorList {
+	if netutils.ParseIPSloppy(san) != nil {
+		return nil
+	}
+	name := strings.TrimPrefix(san, "*.")
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return field.ErrorList{field.Invalid(p, san, "must be an IP address or a DNS name (a leading *. is allowed)")}
+	}
+	return nil
+}
+
+func validateArgs(args []kubeadmv1.Arg, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, a := range args {
+		if a.Name == "" || strings.HasPrefix(a.Name, "-") {
+			errs = append(errs, field.Invalid(p.Index(i).Child("name"), a.Name, "must be a flag name without leading dashes"))
+		}
+	}
+	return errs
+}
+
+func validateAbsPath(s string, p *field.Path) field.ErrorList {
+	if !path.IsAbs(s) {
+		return field.ErrorList{field.Invalid(p, s, "must be an absolute path")}
+	}
+	return nil
+}
+
+func validateEtcd(e *kubeadmv1.Etcd, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if e.Local != nil && e.External != nil {
+		errs = append(errs, field.Invalid(p, "local and external", "etcd must be either local or external, not both"))
+		return errs
+	}
+	if e.Local != nil {
+		lp := p.Child("local")
+		errs = append(errs, validateAbsPath(e.Local.DataDir, lp.Child("dataDir"))...)
+		for i, s := range e.Local.ServerCertSANs {
+			errs = append(errs, validateSAN(s, lp.Child("serverCertSANs").Index(i))...)
+		}
+		for i, s := range e.Local.PeerCertSANs {
+			errs = append(errs, validateSAN(s, lp.Child("peerCertSANs").Index(i))...)
+		}
+		errs = append(errs, validateArgs(e.Local.ExtraArgs, lp.Child("extraArgs"))...)
+	}
+	if e.External != nil {
+		xp := p.Child("external")
+		if len(e.External.Endpoints) == 0 {
+			errs = append(errs, field.Required(xp.Child("endpoints"), "at least one etcd URL"))
+		}
+		https := false
+		for i, ep := range e.External.Endpoints {
+			u, err := url.Parse(ep)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				errs = append(errs, field.Invalid(xp.Child("endpoints").Index(i), ep, "must be an http:// or https:// URL"))
+				continue
+			}
+			https = https || u.Scheme == "https"
+		}
+		if https {
+			for name, v := range map[string]string{"caFile": e.External.CAFile, "certFile": e.External.CertFile, "keyFile": e.External.KeyFile} {
+				if v == "" {
+					errs = append(errs, field.Required(xp.Child(name), "needed for https endpoints"))
+				}
+			}
+		}
+	}
+	return errs
+}
+
+// ValidateInit checks a defaulted InitConfiguration.
+func ValidateInit(c *kubeadmv1.InitConfiguration) field.ErrorList {
+	var errs field.ErrorList
+	errs = append(errs, validateAPIEndpoint(&c.LocalAPIEndpoint, field.NewPath("localAPIEndpoint"))...)
+	errs = append(errs, validateNodeRegistration(&c.NodeRegistration, field.NewPath("nodeRegistration"))...)
+	for i, bt := range c.BootstrapTokens {
+		bp := field.NewPath("bootstrapTokens").Index(i)
+		if bt.Token == nil {
+			errs = append(errs, field.Required(bp.Child("token"), ""))
+		} else if !bootstraputil.IsValidBootstrapToken(bt.Token.String()) {
+			errs = append(errs, field.Invalid(bp.Child("token"), bt.Token.String(), "must be of the form [a-z0-9]{6}.[a-z0-9]{16}"))
+		}
+		if bt.TTL != nil && bt.TTL.Duration < 0 {
+			errs = append(errs, field.Invalid(bp.Child("ttl"), bt.TTL.Duration.String(), "must not be negative (0 means never expires)"))
+		}
+		for j, u := range bt.Usages {
+			if !contains(bootstrapapi.KnownTokenUsages, u) {
+				errs = append(errs, field.NotSupported(bp.Child("usages").Index(j), u, bootstrapapi.KnownTokenUsages))
+			}
+		}
+		for j, g := range bt.Groups {
+			if err := bootstraputil.ValidateBootstrapGroupName(g); err != nil {
+				errs = append(errs, field.Invalid(bp.Child("groups").Index(j), g, err.Error()))
+			}
+		}
+	}
+	if c.CertificateKey != "" {
+		errs = append(errs, validateCertificateKey(c.CertificateKey, field.NewPath("certificateKey"))...)
+	}
+	return errs
+}
+
+func validateCertificateKey(k string, p *field.Path) field.ErrorList {
+	b, err := hex.DecodeString(k)
+	if err != nil || len(b) != 32 {
+		return field.ErrorList{field.Invalid(p, "<hidden>", "must be 64 hexadecimal characters (a 32-byte AES key; see `kubeboot certs certificate-key`)")}
+	}
+	return nil
+}
+
+func validateAPIEndpoint(e *kubeadmv1.APIEndpoint, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	ip := netutils.ParseIPSloppy(e.AdvertiseAddress)
+	switch {
+	case e.AdvertiseAddress == "":
+		errs = append(errs, field.Required(p.Child("advertiseAddress"), "no default route to take it from; set --apiserver-advertise-address"))
+	case ip == nil:
+		errs = append(errs, field.Invalid(p.Child("advertiseAddress"), e.AdvertiseAddress, "must be a valid IP address"))
+	case ip.IsLoopback():
+		errs = append(errs, field.Invalid(p.Child("advertiseAddress"), e.AdvertiseAddress, "must not be a loopback address: kube-apiserver's endpoint reconciler refuses 127.0.0.0/8 and ::1"))
+	case ip.IsUnspecified():
+		errs = append(errs, field.Invalid(p.Child("advertiseAddress"), e.AdvertiseAddress, "must be the address other nodes reach this one at, not an unspecified address"))
+	}
+	if e.BindPort < 1 || e.BindPort > 65535 {
+		errs = append(errs, field.Invalid(p.Child("bindPort"), e.BindPort, "must be from 1 to 65535"))
+	}
+	return errs
+}
+
+func validateNodeRegistration(n *kubeadmv1.NodeRegistrationOptions, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if n.Name == "" {
+		errs = append(errs, field.Required(p.Child("name"), "set --node-name"))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(n.Name) {
+			errs = append(errs, field.Invalid(p.Child("name"), n.Name, msg))
+		}
+	}
+	if n.CRISocket != "" {
+		u, err := url.Parse(n.CRISocket)
+		if err != nil || (u.Scheme != "unix" && u.Scheme != "") || (u.Scheme == "unix" && u.Path == "") {
+			errs = append(errs, field.Invalid(p.Child("criSocket"), n.CRISocket, "must be a unix socket, e.g. unix:///run/containerd/containerd.sock"))
+		}
+	}
+	return errs
+}
+
+var caCertHash = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// ValidateJoin checks a defaulted JoinConfiguration.
+func ValidateJoin(c *kubeadmv1.JoinConfiguration) field.ErrorList {
+	var errs field.ErrorList
+	dp := field.NewPath("discovery")
+	d := c.Discovery
+	switch {
+	case d.BootstrapToken == nil && d.File == nil:
+		errs = append(errs, field.Required(dp, "either discovery.bootstrapToken or discovery.file"))
+	case d.BootstrapToken != nil && d.File != nil:
+		errs = append(errs, field.Invalid(dp, "bootstrapToken and file", "only one of discovery.bootstrapToken and discovery.file may be set"))
+	case d.BootstrapToken != nil:
+		bp := dp.Child("bootstrapToken")
+		if !bootstraputil.IsValidBootstrapToken(d.BootstrapToken.Token) {
+			errs = append(errs, field.Invalid(bp.Child("token"), d.BootstrapToken.Token, "must be of the form [a-z0-9]{6}.[a-z0-9]{16}"))
+		}
+		if d.BootstrapToken.APIServerEndpoint == "" {
+			errs = append(errs, field.Required(bp.Child("apiServerEndpoint"), "host:port of the control plane"))
+		} else {
+			errs = append(errs, validateHostPort(d.BootstrapToken.APIServerEndpoint, true, bp.Child("apiServerEndpoint"))...)
+		}
+		if len(d.BootstrapToken.CACertHashes) == 0 && !d.BootstrapToken.UnsafeSkipCAVerification {
+			errs = append(errs, field.Required(bp.Child("caCertHashes"), "pin the CA with sha256:<hash> (printed by `kubeboot init`) or set unsafeSkipCAVerification"))
+		}
+		for i, h := range d.BootstrapToken.CACertHashes {
+			if !caCertHash.MatchString(h) {
+				errs = append(errs, field.Invalid(bp.Child("caCertHashes").Index(i), h, "must be sha256: followed by 64 lowercase hexadecimal characters"))
+			}
+		}
+	case d.File != nil:
+		if d.File.KubeConfigPath == "" {
+			errs = append(errs, field.Required(dp.Child("file", "kubeConfigPath"), ""))
+		}
+	}
+	if d.TLSBootstrapToken != "" && !bootstraputil.IsValidBootstrapToken(d.TLSBootstrapToken) {
+		errs = append(errs, field.Invalid(dp.Child("tlsBootstrapToken"), d.TLSBootstrapToken, "must be of the form [a-z0-9]{6}.[a-z0-9]{16}"))
+	}
+	errs = append(errs, validateNodeRegistration(&c.NodeRegistration, field.NewPath("nodeRegistration"))...)
+	errs = append(errs, validateAbsPath(c.CACertPath, field.NewPath("caCertPath"))...)
+	if c.ControlPlane != nil {
+		cp := field.NewPath("controlPlane")
+		if c.ControlPlane.LocalAPIEndpoint.AdvertiseAddress != "" || c.ControlPlane.LocalAPIEndpoint.BindPort != 0 {
+			errs = append(errs, validateAPIEndpoint(&c.ControlPlane.LocalAPIEndpoint, cp.Child("localAPIEndpoint"))...)
+		}
+		if c.ControlPlane.CertificateKey != "" {
+			errs = append(errs, validateCertificateKey(c.ControlPlane.CertificateKey, cp.Child("certificateKey"))...)
+		}
+	}
+	return errs
+}
+
+// ValidateReset checks a defaulted ResetConfiguration.
+func ValidateReset(c *kubeadmv1.ResetConfiguration) field.ErrorList {
+	return validateAbsPath(c.CertificatesDir, field.NewPath("certificatesDir"))
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

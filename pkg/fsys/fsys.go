@@ -1,0 +1,155 @@
+// Package fsys owns every file kubeboot reads or writes on a node: paths
+// are node paths ("/etc/kubernetes/pki/ca.crt") resolved under one root
+// prefix, writes are atomic (a reader never sees half a file), and a dry-run
+// FS reports what it would write instead of writing it.
+package fsys
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// FS is the filesystem of one node as kubeboot sees it.
+type FS interface {
+	// Path maps a node path to the host path under the root prefix.
+	Path(nodePath string) string
+	ReadFile(nodePath string) ([]byte, error)
+	// WriteFile writes atomically, creating missing parent directories
+	// with mode 0755.
+	WriteFile(nodePath string, data []byte, perm fs.FileMode) error
+	// MkdirAll creates a directory; an existing one gets perm applied.
+	MkdirAll(nodePath string, perm fs.FileMode) error
+	// DryRun reports whether writes are only described.
+	DryRun() bool
+}
+
+// Root is the real filesystem under a root prefix ("/" for the host itself).
+type Root struct{ Dir string }
+
+// NewRoot returns the filesystem under dir; an empty dir means "/".
+func NewRoot(dir string) Root {
+	if dir == "" {
+		dir = "/"
+	}
+	return Root{Dir: filepath.Clean(dir)}
+}
+
+func (r Root) Path(nodePath string) string { return filepath.Join(r.Dir, nodePath) }
+
+func (r Root) ReadFile(nodePath string) ([]byte, error) { return os.ReadFile(r.Path(nodePath)) }
+
+func (r Root) DryRun() bool { return false }
+
+func (r Root) MkdirAll(nodePath string, perm fs.FileMode) error {
+	p := r.Path(nodePath)
+	if err := os.MkdirAll(p, perm); err != nil {
+		return err
+	}
+	return os.Chmod(p, perm)
+}
+
+func (r Root) WriteFile(nodePath string, data []byte, perm fs.FileMode) error {
+	return WriteFileAtomic(r.Path(nodePath), data, perm)
+}
+
+// WriteFileAtomic writes data to a temporary file beside path, syncs it and
+// renames it into place, so that path holds either the old or the new
+// content and never a part of it.
+func WriteFileAtomic(path string, data []byte, perm fs.FileMode) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := f.Chmod(perm); err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	ok = true
+	return nil
+}
+
+// DryRun reads from the real root but only describes writes on Out, and
+// remembers what it would have written so that later reads in the same
+// run see it (a dry-run of "certs" then "kubeconfig" signs with the CA the
+// first phase would have made).
+type DryRun struct {
+	Root
+	Out     io.Writer
+	written map[string][]byte
+}
+
+// NewDryRun returns a dry-run filesystem over root.
+func NewDryRun(root Root, out io.Writer) *DryRun {
+	return &DryRun{Root: root, Out: out, written: map[string][]byte{}}
+}
+
+func (d *DryRun) DryRun() bool { return true }
+
+func (d *DryRun) ReadFile(nodePath string) ([]byte, error) {
+	if b, ok := d.written[nodePath]; ok {
+		return b, nil
+	}
+	return d.Root.ReadFile(nodePath)
+}
+
+func (d *DryRun) WriteFile(nodePath string, data []byte, perm fs.FileMode) error {
+	d.written[nodePath] = data
+	fmt.Fprintf(d.Out, "[dryrun] Would write file %q (mode %04o, %d bytes)\n", d.Path(nodePath), perm, len(data))
+	return nil
+}
+
+func (d *DryRun) MkdirAll(nodePath string, perm fs.FileMode) error {
+	fmt.Fprintf(d.Out, "[dryrun] Would create directory %q (mode %04o)\n", d.Path(nodePath), perm)
+	return nil
+}
+
+// Written lists the node paths a dry run would have written, sorted.
+func (d *DryRun) Written() []string {
+	out := make([]string, 0, len(d.written))
+	for p := range d.written {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Exists reports whether a node path exists; errors other than "does not
+// exist" count as existing, so callers go on to read it and report the
+// real error.
+func Exists(f FS, nodePath string) bool {
+	if d, ok := f.(*DryRun); ok {
+		if _, ok := d.written[nodePath]; ok {
+			return true
+		}
+	}
+	_, err := os.Stat(f.Path(nodePath))
+	return !errors.Is(err, fs.ErrNotExist)
+}
