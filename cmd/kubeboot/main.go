@@ -1,13 +1,29 @@
 // Command kubeboot is the single binary: the bootstrapper and, dispatched
-// by argv[0] or subcommand, the components it embeds.
+// by argv[0] or by subcommand, the upstream components it embeds
+// (`kubeboot kubectl get pods`, or a link named kube-apiserver).
 package main
 
 import (
 	"os"
+	"path/filepath"
 
 	"github.com/kubeboot/kubeboot/internal/cli"
+	"github.com/kubeboot/kubeboot/internal/embedded"
 )
 
 func main() {
-	os.Exit(cli.Run(os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}))
+	components := embedded.Components()
+	if run, ok := components[filepath.Base(os.Args[0])]; ok {
+		os.Exit(run(os.Args[1:]))
+	}
+	if len(os.Args) > 1 {
+		if run, ok := components[os.Args[1]]; ok {
+			os.Exit(run(os.Args[2:]))
+		}
+	}
+	names := make([]string, 0, len(components))
+	for n := range components {
+		names = append(names, n)
+	}
+	os.Exit(cli.Run(os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}, names))
 }

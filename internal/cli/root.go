@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sort"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -37,8 +39,9 @@ func (g *GlobalFlags) FS(dryRun bool, out io.Writer) fsys.FS {
 	return root
 }
 
-// NewCommand returns the kubeboot command tree.
-func NewCommand(s Streams) *cobra.Command {
+// NewCommand returns the kubeboot command tree. components names the
+// embedded upstream components, for the help text.
+func NewCommand(s Streams, components []string) *cobra.Command {
 	g := &GlobalFlags{}
 	cmd := &cobra.Command{
 		Use:   "kubeboot",
@@ -49,7 +52,7 @@ with every component embedded in this one binary and nothing to download.
     ┌──────────────────────────────────────────────────────────┐
     │ On the first control-plane node: kubeboot init            │
     │ On every other node:             kubeboot join <endpoint> │
-    └──────────────────────────────────────────────────────────┘`,
+    └──────────────────────────────────────────────────────────┘` + componentsHelp(components),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -63,18 +66,30 @@ with every component embedded in this one binary and nothing to download.
 		newCertsCommand(g, s),
 		newKubeconfigCommand(g, s),
 		newTokenCommand(g, s),
+		newResetCommand(g, s),
+		newDaemonCommand(g, s),
+		newStatusCommand(g, s),
 		newVersionCommand(s),
 	)
 	return cmd
 }
 
+func componentsHelp(components []string) string {
+	if len(components) == 0 {
+		return ""
+	}
+	sorted := append([]string(nil), components...)
+	sort.Strings(sorted)
+	return "\n\nEmbedded components, run as `kubeboot <component> [args]` or through a link\nnamed after the component:\n  " + strings.Join(sorted, ", ")
+}
+
 // Run executes kubeboot with args (without the program name) and returns
 // the process exit code. SIGINT and SIGTERM cancel the command's context,
 // so a long phase stops what it started.
-func Run(args []string, s Streams) int {
+func Run(args []string, s Streams, components []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cmd := NewCommand(s)
+	cmd := NewCommand(s, components)
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(s.Err, "error: %v\n", err)

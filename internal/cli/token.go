@@ -2,12 +2,45 @@ package cli
 
 import (
 	"fmt"
+	"path"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	certutil "k8s.io/client-go/util/cert"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
+
+	"github.com/kubeboot/kubeboot/pkg/apiclient"
+	"github.com/kubeboot/kubeboot/pkg/discovery"
+	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 )
 
-func newTokenCommand(_ *GlobalFlags, s Streams) *cobra.Command {
+// tokenOptions locate the cluster for the token commands.
+type tokenOptions struct {
+	kubeconfig string
+}
+
+func (o *tokenOptions) file(g *GlobalFlags) string {
+	if o.kubeconfig != "" {
+		return o.kubeconfig
+	}
+	return g.FS(false, nil).Path(path.Join(kubeconfig.Dir, "admin.conf"))
+}
+
+func (o *tokenOptions) client(g *GlobalFlags) (kubernetes.Interface, error) {
+	c, _, err := apiclient.FromKubeconfig(o.file(g), "")
+	return c, err
+}
+
+func newTokenCommand(g *GlobalFlags, s Streams) *cobra.Command {
+	o := &tokenOptions{}
 	cmd := &cobra.Command{
 		Use:   "token",
 		Short: "Manage bootstrap tokens",
@@ -16,6 +49,7 @@ the signed cluster-info ConfigMap, let it trust the control plane in return.
 A token has the form [a-z0-9]{6}.[a-z0-9]{16}: a public ID and a secret.`,
 		Args: cobra.NoArgs,
 	}
+	cmd.PersistentFlags().StringVar(&o.kubeconfig, "kubeconfig", "", "The kubeconfig file to use for talking to the cluster (default: admin.conf under --root)")
 	cmd.AddCommand(&cobra.Command{
 		Use:   "generate",
 		Short: "Generate and print a bootstrap token, but do not create it on the server",
@@ -30,6 +64,147 @@ A token has the form [a-z0-9]{6}.[a-z0-9]{16}: a public ID and a secret.`,
 			fmt.Fprintln(s.Out, tok)
 			return nil
 		},
-	})
+	}, newTokenCreateCommand(g, s, o), newTokenListCommand(g, s, o), newTokenDeleteCommand(g, s, o))
 	return cmd
+}
+
+func newTokenCreateCommand(g *GlobalFlags, s Streams, o *tokenOptions) *cobra.Command {
+	var ttl time.Duration
+	var description, certificateKey string
+	var usages, groups []string
+	var printJoin bool
+	cmd := &cobra.Command{
+		Use:   "create [token]",
+		Short: "Create bootstrap tokens on the server",
+		Long: `Create a bootstrap token on the server. Without an argument a random token is
+generated. With --print-join-command the whole join command is printed.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tokStr := ""
+			if len(args) == 1 {
+				tokStr = args[0]
+			} else {
+				var err error
+				if tokStr, err = bootstraputil.GenerateBootstrapToken(); err != nil {
+					return err
+				}
+			}
+			tok, err := bootstraptokenv1.NewBootstrapTokenString(tokStr)
+			if err != nil {
+				return fmt.Errorf("token %q: must be of the form [a-z0-9]{6}.[a-z0-9]{16}", tokStr)
+			}
+			if ttl < 0 {
+				return fmt.Errorf("--ttl must not be negative (0 means never expires)")
+			}
+			for _, u := range usages {
+				if !contains(bootstrapapi.KnownTokenUsages, u) {
+					return fmt.Errorf("--usages: unknown usage %q (known: %s)", u, strings.Join(bootstrapapi.KnownTokenUsages, ", "))
+				}
+			}
+			for _, gr := range groups {
+				if err := bootstraputil.ValidateBootstrapGroupName(gr); err != nil {
+					return fmt.Errorf("--groups: %w", err)
+				}
+			}
+			c, err := o.client(g)
+			if err != nil {
+				return err
+			}
+			bt := bootstraptokenv1.BootstrapToken{Token: tok, Description: description, TTL: &metav1.Duration{Duration: ttl}, Usages: usages, Groups: groups}
+			if err := discovery.CreateTokens(cmd.Context(), c, []bootstraptokenv1.BootstrapToken{bt}); err != nil {
+				return err
+			}
+			if !printJoin {
+				fmt.Fprintln(s.Out, tok.String())
+				return nil
+			}
+			kc, err := clientcmd.LoadFromFile(o.file(g))
+			if err != nil {
+				return err
+			}
+			cl := kc.Clusters[kc.Contexts[kc.CurrentContext].Cluster]
+			cas, err := certutil.ParseCertsPEM(cl.CertificateAuthorityData)
+			if err != nil || len(cas) == 0 {
+				return fmt.Errorf("%s has no CA certificate to pin: %v", o.file(g), err)
+			}
+			endpoint := strings.TrimPrefix(cl.Server, "https://")
+			fmt.Fprintln(s.Out, discovery.JoinCommand(endpoint, tok.String(), discovery.CAHash(cas[0]), certificateKey != "", certificateKey))
+			return nil
+		},
+	}
+	cmd.Flags().DurationVar(&ttl, "ttl", 24*time.Hour, "The duration before the token is automatically deleted (e.g. 1s, 2m, 3h). If set to '0', the token will never expire")
+	cmd.Flags().StringVar(&description, "description", "", "A human friendly description of how this token is used")
+	cmd.Flags().StringSliceVar(&usages, "usages", bootstrapapi.KnownTokenUsages, "Describes the ways in which this token can be used")
+	cmd.Flags().StringSliceVar(&groups, "groups", []string{discovery.DefaultTokenGroup}, "Extra groups that this token will authenticate as when used for authentication")
+	cmd.Flags().BoolVar(&printJoin, "print-join-command", false, "Instead of printing only the token, print the full 'kubeboot join' flag needed to join the cluster using the token")
+	cmd.Flags().StringVar(&certificateKey, "certificate-key", "", "With --print-join-command, print the full 'kubeboot join' flag needed to join a control-plane node")
+	return cmd
+}
+
+func newTokenListCommand(g *GlobalFlags, s Streams, o *tokenOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List bootstrap tokens on the server",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client(g)
+			if err != nil {
+				return err
+			}
+			tokens, err := discovery.ListTokens(cmd.Context(), c)
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(s.Out, 10, 4, 3, ' ', 0)
+			fmt.Fprintln(w, "TOKEN\tTTL\tEXPIRES\tUSAGES\tDESCRIPTION\tEXTRA GROUPS")
+			now := time.Now()
+			for _, t := range tokens {
+				ttl, exp := "<forever>", "<never>"
+				if t.Expires != nil {
+					exp = t.Expires.UTC().Format(time.RFC3339)
+					ttl = "<invalid>"
+					if t.Expires.After(now) {
+						ttl = duration.ShortHumanDuration(t.Expires.Sub(now))
+					}
+				}
+				desc := t.Description
+				if desc == "" {
+					desc = "<none>"
+				}
+				fmt.Fprintf(w, "%s.%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Secret, ttl, exp, strings.Join(t.Usages, ","), desc, strings.Join(t.Groups, ","))
+			}
+			return w.Flush()
+		},
+	}
+}
+
+func newTokenDeleteCommand(g *GlobalFlags, s Streams, o *tokenOptions) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete [token-value] ...",
+		Short: "Delete bootstrap tokens on the server",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client(g)
+			if err != nil {
+				return err
+			}
+			for _, a := range args {
+				id, err := discovery.DeleteToken(cmd.Context(), c, a)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(s.Out, "bootstrap token %q deleted\n", id)
+			}
+			return nil
+		},
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

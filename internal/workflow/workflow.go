@@ -23,8 +23,9 @@ type Phase[D any] struct {
 	// RunIf, when set, decides at run time whether the phase (and its
 	// sub-phases) runs.
 	RunIf func(d D) bool
-	// Pending, when set, says why the phase's work is not built yet. A real
-	// run stops there with that reason; a dry run reports it and goes on.
+	// Pending, when set, says why the phase's work is not built yet. Asked
+	// for by name, the phase fails with that reason; as part of a larger
+	// run it is reported as not implemented and the run goes on.
 	Pending string
 }
 
@@ -65,6 +66,8 @@ type Options struct {
 	DryRun bool
 	// Out receives the runner's own lines.
 	Out io.Writer
+	// Done, when set, is called after each phase that ran, with its path.
+	Done func(path string)
 }
 
 // Runner runs a phase tree.
@@ -147,19 +150,22 @@ func (r *Runner[D]) Run(ctx context.Context, d D, o Options) error {
 			continue
 		}
 		if e.Pending != "" {
-			if o.DryRun {
-				if o.Out != nil {
-					fmt.Fprintf(o.Out, "[%s] Would run this phase, but it is not implemented yet: %s\n", e.Path, e.Pending)
-				}
-				continue
+			if o.Only == e.Path {
+				return fmt.Errorf("phase %q: %w: %s", e.Path, ErrNotImplemented, e.Pending)
 			}
-			return fmt.Errorf("phase %q: %w: %s", e.Path, ErrNotImplemented, e.Pending)
+			if o.Out != nil {
+				fmt.Fprintf(o.Out, "[%s] Not implemented yet, nothing done: %s\n", e.Path, e.Pending)
+			}
+			continue
 		}
 		if e.Run == nil {
 			continue
 		}
 		if err := e.Run(ctx, d); err != nil {
 			return fmt.Errorf("error execution phase %s: %w", e.Path, err)
+		}
+		if o.Done != nil {
+			o.Done(e.Path)
 		}
 	}
 	return nil

@@ -44,6 +44,8 @@ type Generator struct {
 	Out io.Writer
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Keys, when set, supplies pre-generated keys.
+	Keys *KeyPool
 
 	cas map[string]*KeyPair
 }
@@ -53,6 +55,10 @@ func (g *Generator) now() time.Time {
 		return g.Now()
 	}
 	return time.Now()
+}
+
+func (g *Generator) newKey() (crypto.Signer, error) {
+	return g.Keys.Get(g.Cfg.Cluster.EncryptionAlgorithm)
 }
 
 func (g *Generator) logf(format string, args ...any) {
@@ -162,7 +168,7 @@ func (g *Generator) ensureCA(s Spec) (*KeyPair, error) {
 		return nil, fmt.Errorf("found the key %s but not its certificate %s: restore the certificate or remove the key", g.FS.Path(keyFile), g.FS.Path(certFile))
 	}
 	g.logf("[certs] Generating %q certificate and key", s.BaseName)
-	key, err := NewPrivateKey(g.Cfg.Cluster.EncryptionAlgorithm)
+	key, err := g.newKey()
 	if err != nil {
 		return nil, err
 	}
@@ -239,8 +245,12 @@ func (g *Generator) ensureLeaf(s Spec) error {
 			g.FS.Path(g.certPath(List(g.Cfg).mustGet(s.CAName).BaseName)), g.FS.Path(certFile))
 	}
 	g.logf("[certs] Generating %q certificate and key", s.BaseName)
+	key, err := g.newKey()
+	if err != nil {
+		return err
+	}
 	now := g.now()
-	kp, err := NewSignedKeyPair(ca, g.Cfg.Cluster.EncryptionAlgorithm, cn, orgs, alt, s.Usages, now.Add(-Backdate), now.Add(g.validity()))
+	kp, err := NewSignedKeyPair(ca, key, cn, orgs, alt, s.Usages, now.Add(-Backdate), now.Add(g.validity()))
 	if err != nil {
 		return fmt.Errorf("creating the %s certificate: %w", s.Name, err)
 	}
@@ -359,7 +369,7 @@ func (g *Generator) EnsureServiceAccountKey() error {
 		return fmt.Errorf("only one of %s and %s exists: restore the other or remove both", g.FS.Path(keyFile), g.FS.Path(pubFile))
 	}
 	g.logf("[certs] Generating %q key and public key", "sa")
-	key, err := NewPrivateKey(g.Cfg.Cluster.EncryptionAlgorithm)
+	key, err := g.newKey()
 	if err != nil {
 		return err
 	}
@@ -474,17 +484,13 @@ func NewSelfSignedCA(cn string, key crypto.Signer, notBefore, notAfter time.Time
 	return x509.ParseCertificate(der)
 }
 
-// NewSignedKeyPair creates a key and a certificate for it signed by ca.
-func NewSignedKeyPair(ca *KeyPair, alg kubeadmv1.EncryptionAlgorithmType, cn string, orgs []string, alt certutil.AltNames, usages []x509.ExtKeyUsage, notBefore, notAfter time.Time) (*KeyPair, error) {
+// NewSignedKeyPair creates a certificate for key signed by ca.
+func NewSignedKeyPair(ca *KeyPair, key crypto.Signer, cn string, orgs []string, alt certutil.AltNames, usages []x509.ExtKeyUsage, notBefore, notAfter time.Time) (*KeyPair, error) {
 	if ca.Key == nil {
 		return nil, errors.New("the CA's key is not available")
 	}
 	if len(usages) == 0 {
 		return nil, errors.New("a certificate needs at least one extended key usage")
-	}
-	key, err := NewPrivateKey(alg)
-	if err != nil {
-		return nil, err
 	}
 	sn, err := serial()
 	if err != nil {

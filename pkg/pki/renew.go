@@ -81,8 +81,12 @@ func (g *Generator) Renew(name string) error {
 
 // RenewFrom issues a new key pair that carries the identity of old.
 func (g *Generator) RenewFrom(ca *KeyPair, old *x509.Certificate) (*KeyPair, error) {
+	key, err := g.newKey()
+	if err != nil {
+		return nil, err
+	}
 	now := g.now()
-	return NewSignedKeyPair(ca, g.Cfg.Cluster.EncryptionAlgorithm, old.Subject.CommonName, old.Subject.Organization,
+	return NewSignedKeyPair(ca, key, old.Subject.CommonName, old.Subject.Organization,
 		certutil.AltNames{DNSNames: old.DNSNames, IPs: old.IPAddresses}, old.ExtKeyUsage, now.Add(-Backdate), now.Add(g.validity()))
 }
 
@@ -96,7 +100,11 @@ func (g *Generator) NewClientKeyPair(caName, cn string, orgs []string) (*KeyPair
 	if ca.Key == nil {
 		return nil, fmt.Errorf("the %s key is absent (external CA): kubeboot cannot sign a certificate for %q", caName, cn)
 	}
+	key, err := g.newKey()
+	if err != nil {
+		return nil, err
+	}
 	now := g.now()
-	return NewSignedKeyPair(ca, g.Cfg.Cluster.EncryptionAlgorithm, cn, orgs, certutil.AltNames{},
+	return NewSignedKeyPair(ca, key, cn, orgs, certutil.AltNames{},
 		[]x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, now.Add(-Backdate), now.Add(g.validity()))
 }

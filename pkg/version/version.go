@@ -8,7 +8,7 @@ package version
 var Kubernetes = "v1.37.2"
 
 // Etcd is the version of the embedded etcd server.
-var Etcd = "3.7.3"
+var Etcd = "3.7.0"
 
 // Kubeboot is kubeboot's own version ("dev" for an unreleased build).
 var Kubeboot = "dev"

@@ -1,18 +1,31 @@
 // Package initphases declares the phase tree of `kubeboot init`: kubeadm's
 // phases, in kubeadm's order, each calling into the domain packages. It
-// holds declarations only; the work lives in pkg/.
+// holds declarations and the glue between phases; the work lives in pkg/.
 package initphases
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"path"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeboot/kubeboot/internal/workflow"
+	"github.com/kubeboot/kubeboot/pkg/addons"
+	"github.com/kubeboot/kubeboot/pkg/apiclient"
+	"github.com/kubeboot/kubeboot/pkg/bootstrap"
+	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/daemon"
+	"github.com/kubeboot/kubeboot/pkg/discovery"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+	"github.com/kubeboot/kubeboot/pkg/node"
 	"github.com/kubeboot/kubeboot/pkg/pki"
+	"github.com/kubeboot/kubeboot/pkg/preflight"
 )
 
 // Data is what every init phase works on.
@@ -22,66 +35,184 @@ type Data struct {
 	Out         io.Writer
 	PKI         *pki.Generator
 	Kubeconfigs *kubeconfig.Writer
+	// Exe is the kubeboot binary the node daemon runs components from.
+	Exe string
+	// Start is when init started; progress lines count from it.
+	Start                 time.Time
+	IgnorePreflightErrors []string
+	UploadCerts           bool
+	SkipTokenPrint        bool
+	// DNSUpstream is where CoreDNS forwards names outside the cluster;
+	// empty for nowhere.
+	DNSUpstream string
+
+	// StartedDaemon is set when this run started the node daemon, so that
+	// an interrupted init stops what it started.
+	StartedDaemon bool
+	client        kubernetes.Interface
 }
 
 // NewData wires the domain objects of one init run.
 func NewData(cfg *config.Config, fs fsys.FS, out io.Writer) *Data {
 	g := &pki.Generator{FS: fs, Cfg: cfg, Out: out}
 	return &Data{
-		Cfg: cfg, FS: fs, Out: out, PKI: g,
+		Cfg: cfg, FS: fs, Out: out, PKI: g, Start: time.Now(),
 		Kubeconfigs: &kubeconfig.Writer{FS: fs, Cfg: cfg, PKI: g, Out: out},
 	}
 }
 
+// PrepareKeys starts generating, on every core, the keys this run will
+// need for the certificates and kubeconfig files that do not exist yet.
+// Only a whole init run calls it: a single phase needs one key or none.
+func (d *Data) PrepareKeys() {
+	n := 0
+	missing := func(p string) {
+		if !fsys.Exists(d.FS, p) {
+			n++
+		}
+	}
+	for _, s := range pki.List(d.Cfg) {
+		missing(path.Join(d.PKI.Dir(), s.BaseName+".key"))
+	}
+	missing(path.Join(d.PKI.Dir(), "sa.key"))
+	for _, k := range kubeconfig.List(d.Cfg) {
+		missing(path.Join(kubeconfig.Dir, k.FileName))
+	}
+	d.PKI.Keys = pki.NewKeyPool(d.Cfg.Cluster.EncryptionAlgorithm, n)
+}
+
+func (d *Data) logf(format string, args ...any) { fmt.Fprintf(d.Out, format+"\n", args...) }
+
+func (d *Data) since() string { return time.Since(d.Start).Round(time.Millisecond).String() }
+
+func (d *Data) renderer() component.Renderer { return component.Renderer{Cfg: d.Cfg, FS: d.FS} }
+
+func (d *Data) localServer() string {
+	return fmt.Sprintf("https://127.0.0.1:%d", d.Cfg.Init.LocalAPIEndpoint.BindPort)
+}
+
+// Client is an admin client of the local API server. init talks to its
+// own API server directly; the kubeconfig files name the endpoint.
+func (d *Data) Client() (kubernetes.Interface, error) {
+	if d.client != nil {
+		return d.client, nil
+	}
+	c, _, err := apiclient.FromKubeconfig(d.FS.Path(path.Join(kubeconfig.Dir, "admin.conf")), d.localServer())
+	if err != nil {
+		return nil, err
+	}
+	d.client = c
+	return c, nil
+}
+
+func (d *Data) apiTimeout() time.Duration { return d.Cfg.Init.Timeouts.KubernetesAPICall.Duration }
+
+// withClient runs an API phase with retries (a fresh control plane can
+// still refuse a call while its caches warm). In a dry run it only says
+// what it would do.
+func (d *Data) withClient(ctx context.Context, what string, f func(context.Context, kubernetes.Interface) error) error {
+	if d.FS.DryRun() {
+		d.logf("[dryrun] Would %s", what)
+		return nil
+	}
+	c, err := d.Client()
+	if err != nil {
+		return err
+	}
+	if err := apiclient.Retry(ctx, d.apiTimeout(), func(ctx context.Context) error { return f(ctx, c) }); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
 type phase = workflow.Phase[*Data]
 
-const (
-	pendingControlPlane = "needs the embedded control-plane components and the node daemon"
-	pendingNode         = "needs the kubelet, the container runtime and the node images"
-)
+const pendingNode = "needs the kubelet, the container runtime and the node images, which this build does not run yet"
 
 // Phases returns the init tree. Its shape does not depend on the
-// configuration; phases that a configuration does not need (the etcd
+// configuration; phases a configuration does not need (the etcd
 // certificates with external etcd) are skipped at run time.
 func Phases() []phase {
 	return []phase{
-		{Name: "preflight", Short: "Run pre-flight checks", Pending: pendingControlPlane},
+		{Name: "preflight", Short: "Run pre-flight checks", Run: runPreflight},
 		certsPhase(),
 		kubeconfigPhase(),
 		{Name: "etcd", Short: "Generate the configuration for and start a local etcd member", Phases: []phase{
-			{Name: "local", Short: "Start the local, single-node etcd member", Pending: pendingControlPlane,
-				RunIf: func(d *Data) bool { return d.Cfg.Cluster.Etcd.External == nil }},
+			{Name: "local", Short: "Start the local, single-node etcd member",
+				RunIf: func(d *Data) bool { return d.Cfg.Cluster.Etcd.External == nil }, Run: runLocalEtcd},
 		}},
-		{Name: "control-plane", Short: "Generate the configuration for and start the control-plane components", Phases: []phase{
-			{Name: "apiserver", Short: "Start the Kubernetes API Server", Pending: pendingControlPlane},
-			{Name: "controller-manager", Short: "Start the Kubernetes Controller Manager", Pending: pendingControlPlane},
-			{Name: "scheduler", Short: "Start the Kubernetes Scheduler", Pending: pendingControlPlane},
-		}},
+		{Name: "control-plane", Short: "Generate the configuration for and start the control-plane components",
+			Run: func(_ context.Context, d *Data) error {
+				d.logf("[control-plane] Using component spec folder %q", d.FS.Path(component.SpecDir))
+				return nil
+			},
+			Phases: []phase{
+				{Name: "apiserver", Short: "Start the Kubernetes API Server", Run: controlPlane(component.Renderer.APIServer)},
+				{Name: "controller-manager", Short: "Start the Kubernetes Controller Manager", Run: controlPlane(component.Renderer.ControllerManager)},
+				{Name: "scheduler", Short: "Start the Kubernetes Scheduler", Run: controlPlane(component.Renderer.Scheduler)},
+			}},
 		{Name: "kubelet-start", Short: "Write kubelet settings and (re)start the kubelet", Pending: pendingNode},
-		{Name: "wait-control-plane", Short: "Wait for the control plane to start", Pending: pendingControlPlane},
+		{Name: "wait-control-plane", Short: "Wait for the control plane to start", Run: runWaitControlPlane},
 		{Name: "upload-config", Short: "Upload the kubeadm and kubelet configuration to a ConfigMap", Phases: []phase{
-			{Name: "kubeadm", Short: "Upload the kubeadm ClusterConfiguration to a ConfigMap", Pending: pendingControlPlane},
-			{Name: "kubelet", Short: "Upload the kubelet component config to a ConfigMap", Pending: pendingControlPlane},
+			{Name: "kubeadm", Short: "Upload the kubeadm ClusterConfiguration to a ConfigMap", Run: func(ctx context.Context, d *Data) error {
+				d.logf("[upload-config] Storing the configuration used in ConfigMap %q in the %q Namespace", bootstrap.KubeadmConfigMap, "kube-system")
+				return d.withClient(ctx, "upload the ClusterConfiguration", func(ctx context.Context, c kubernetes.Interface) error {
+					return bootstrap.UploadKubeadmConfig(ctx, c, d.Cfg)
+				})
+			}},
+			{Name: "kubelet", Short: "Upload the kubelet component config to a ConfigMap", Run: func(ctx context.Context, d *Data) error {
+				d.logf("[kubelet] Creating a ConfigMap %q in namespace kube-system with the configuration for the kubelets in the cluster", bootstrap.KubeletConfigMap)
+				return d.withClient(ctx, "upload the KubeletConfiguration", func(ctx context.Context, c kubernetes.Interface) error {
+					return bootstrap.UploadKubeletConfig(ctx, c, d.Cfg)
+				})
+			}},
 		}},
-		{Name: "upload-certs", Short: "Upload certificates to kubeadm-certs", Pending: pendingControlPlane},
+		{Name: "upload-certs", Short: "Upload certificates to kubeadm-certs", RunIf: func(d *Data) bool { return d.UploadCerts }, Run: runUploadCerts},
 		{Name: "mark-control-plane", Short: "Mark a node as a control-plane", Pending: pendingNode},
-		{Name: "bootstrap-token", Short: "Generates bootstrap tokens used to join a node to a cluster", Pending: pendingControlPlane},
+		{Name: "bootstrap-token", Short: "Generates bootstrap tokens used to join a node to a cluster", Run: runBootstrapToken},
 		{Name: "kubelet-finalize", Short: "Updates settings relevant to the kubelet after TLS bootstrap", Phases: []phase{
 			{Name: "enable-client-cert-rotation", Short: "Enable kubelet client certificate rotation", Pending: pendingNode},
 		}},
 		{Name: "addon", Short: "Install required addons for passing conformance tests", Phases: []phase{
-			{Name: "coredns", Short: "Install the CoreDNS addon to a Kubernetes cluster", Pending: pendingControlPlane},
+			{Name: "coredns", Short: "Install the CoreDNS addon to a Kubernetes cluster", RunIf: func(d *Data) bool { return !d.Cfg.Cluster.DNS.Disabled }, Run: runCoreDNS},
 			{Name: "kube-proxy", Short: "Install the kube-proxy addon to a Kubernetes cluster", Pending: pendingNode},
 		}},
-		{Name: "show-join-command", Short: "Show the join command for control-plane and worker node", Pending: pendingControlPlane},
+		{Name: "show-join-command", Short: "Show the join command for control-plane and worker node", Run: runShowJoinCommand},
 	}
+}
+
+func runPreflight(_ context.Context, d *Data) error {
+	d.logf("[preflight] Running pre-flight checks")
+	c := d.Cfg
+	checks := []preflight.Check{preflight.IsPrivilegedUser()}
+	ports := []int{int(c.Init.LocalAPIEndpoint.BindPort), component.SchedulerPort, component.ControllerManagerPort}
+	if c.Cluster.Etcd.External == nil {
+		ports = append(ports, component.EtcdClientPort, component.EtcdPeerPort)
+	}
+	for _, p := range ports {
+		checks = append(checks, preflight.Port(p))
+	}
+	for _, name := range []string{component.APIServer, component.ControllerManager, component.Scheduler, component.Etcd} {
+		checks = append(checks, preflight.FileAvailable(d.FS, daemon.SpecPath(name)))
+	}
+	if c.Cluster.Etcd.Local != nil {
+		checks = append(checks, preflight.DirAvailable(d.FS, c.Cluster.Etcd.Local.DataDir))
+	}
+	checks = append(checks, preflight.Check{Name: "NodeDaemon", Run: func() ([]string, error) {
+		if pid := daemon.Running(d.FS); pid != 0 {
+			return nil, fmt.Errorf("a kubeboot daemon already runs for %s (pid %d): run `kubeboot reset` first", d.FS.Path("/"), pid)
+		}
+		return nil, nil
+	}})
+	ignore := append(append([]string(nil), d.IgnorePreflightErrors...), c.Init.NodeRegistration.IgnorePreflightErrors...)
+	return preflight.Run(checks, ignore, d.Out)
 }
 
 // certsPhase is generated from the certificate list, as kubeadm does.
 func certsPhase() phase {
 	p := phase{Name: "certs", Short: "Certificate generation",
 		Run: func(_ context.Context, d *Data) error {
-			fmt.Fprintf(d.Out, "[certs] Using certificateDir folder %q\n", d.FS.Path(d.PKI.Dir()))
+			d.logf("[certs] Using certificateDir folder %q", d.FS.Path(d.PKI.Dir()))
 			return d.FS.MkdirAll(d.PKI.Dir(), 0o700)
 		}}
 	for _, s := range pki.List(nil) {
@@ -107,7 +238,7 @@ func certsPhase() phase {
 func kubeconfigPhase() phase {
 	p := phase{Name: "kubeconfig", Short: "Generate all kubeconfig files necessary to establish the control plane and the admin kubeconfig file",
 		Run: func(_ context.Context, d *Data) error {
-			fmt.Fprintf(d.Out, "[kubeconfig] Using kubeconfig folder %q\n", d.FS.Path(kubeconfig.Dir))
+			d.logf("[kubeconfig] Using kubeconfig folder %q", d.FS.Path(kubeconfig.Dir))
 			return d.FS.MkdirAll(kubeconfig.Dir, 0o755)
 		}}
 	for i, s := range kubeconfig.List(nil) {
@@ -120,4 +251,168 @@ func kubeconfigPhase() phase {
 		})
 	}
 	return p
+}
+
+// writeSpec hands a component to the node daemon, starting the daemon if
+// this node has none yet.
+func (d *Data) writeSpec(spec component.Spec, prefix string) error {
+	d.logf("[%s] Writing the component spec for %q to %q", prefix, spec.Name, d.FS.Path(daemon.SpecPath(spec.Name)))
+	if err := (component.Store{FS: d.FS}).Write(spec); err != nil {
+		return err
+	}
+	if d.FS.DryRun() {
+		d.logf("[dryrun] Would run: %s %s", spec.Name, strings.Join(spec.Args, " "))
+		return nil
+	}
+	pid, started, err := daemon.Start(d.FS, d.Exe)
+	if err != nil {
+		return err
+	}
+	if started {
+		d.StartedDaemon = true
+		d.logf("[%s] Started the kubeboot node daemon (pid %d); its log is %q", prefix, pid, d.FS.Path(daemon.LogFile))
+	}
+	return nil
+}
+
+// wait waits for a component's probe, with a progress line every 5 s.
+func (d *Data) wait(ctx context.Context, prefix string, spec component.Spec) error {
+	if d.FS.DryRun() {
+		d.logf("[dryrun] Would wait for %s at %s", spec.Name, spec.Probe.URL)
+		return nil
+	}
+	timeout := d.Cfg.Init.Timeouts.ControlPlaneComponentHealthCheck.Duration
+	err := spec.Probe.WaitReady(ctx, timeout, func(waited time.Duration) {
+		d.logf("[%s] Still waiting for %s at %s (%s so far)", prefix, spec.Name, spec.Probe.URL, waited.Round(time.Second))
+	})
+	if err != nil {
+		return fmt.Errorf("%s is not healthy: %w; its log is %s", spec.Name, err, d.FS.Path(path.Join(daemon.LogDir, spec.Name+".log")))
+	}
+	d.logf("[%s] %s is healthy after %s", prefix, spec.Name, d.since())
+	return nil
+}
+
+func runLocalEtcd(ctx context.Context, d *Data) error {
+	spec := d.renderer().LocalEtcd()
+	if err := d.writeSpec(spec, "etcd"); err != nil {
+		return err
+	}
+	return d.wait(ctx, "etcd", spec)
+}
+
+func controlPlane(render func(component.Renderer) component.Spec) func(context.Context, *Data) error {
+	return func(_ context.Context, d *Data) error {
+		return d.writeSpec(render(d.renderer()), "control-plane")
+	}
+}
+
+func runWaitControlPlane(ctx context.Context, d *Data) error {
+	r := d.renderer()
+	d.logf("[control-plane-check] Waiting for healthy control plane components. This can take up to %s", d.Cfg.Init.Timeouts.ControlPlaneComponentHealthCheck.Duration)
+	for _, spec := range []component.Spec{r.APIServer(), r.ControllerManager(), r.Scheduler()} {
+		if err := d.wait(ctx, "control-plane-check", spec); err != nil {
+			return err
+		}
+	}
+	if d.FS.DryRun() {
+		return nil
+	}
+	// admin.conf's group has no rights until this binding exists; only
+	// super-admin.conf can create it.
+	super, _, err := apiclient.FromKubeconfig(d.FS.Path(path.Join(kubeconfig.Dir, "super-admin.conf")), d.localServer())
+	if err != nil {
+		return err
+	}
+	return apiclient.Retry(ctx, d.apiTimeout(), func(ctx context.Context) error { return bootstrap.EnsureAdminBinding(ctx, super) })
+}
+
+func runUploadCerts(ctx context.Context, d *Data) error {
+	if d.Cfg.Init.CertificateKey == "" {
+		key, err := bootstrap.NewCertificateKey()
+		if err != nil {
+			return err
+		}
+		d.Cfg.Init.CertificateKey = key
+	}
+	d.logf("[upload-certs] Storing the certificates in Secret %q in the %q Namespace", bootstrap.KubeadmCertsSecret, "kube-system")
+	if err := d.withClient(ctx, "upload the control-plane certificates", func(ctx context.Context, c kubernetes.Interface) error {
+		return bootstrap.UploadCerts(ctx, c, d.FS, d.Cfg, d.Cfg.Init.CertificateKey)
+	}); err != nil {
+		return err
+	}
+	d.logf("[upload-certs] Using certificate key:\n%s", d.Cfg.Init.CertificateKey)
+	return nil
+}
+
+func runBootstrapToken(ctx context.Context, d *Data) error {
+	if !d.SkipTokenPrint {
+		for _, bt := range d.Cfg.Init.BootstrapTokens {
+			d.logf("[bootstrap-token] Using token: %s", bt.Token)
+		}
+	}
+	d.logf("[bootstrap-token] Configuring bootstrap tokens, cluster-info ConfigMap, RBAC Roles")
+	caPEM, err := d.FS.ReadFile(path.Join(d.Cfg.Cluster.CertificatesDir, "ca.crt"))
+	if err != nil {
+		return err
+	}
+	return d.withClient(ctx, "create the bootstrap tokens and cluster-info", func(ctx context.Context, c kubernetes.Interface) error {
+		if err := discovery.CreateTokens(ctx, c, d.Cfg.Init.BootstrapTokens); err != nil {
+			return err
+		}
+		if err := discovery.NodeBootstrapRBAC(ctx, c, func(msg string) { d.logf("[bootstrap-token] %s", msg) }); err != nil {
+			return err
+		}
+		d.logf("[bootstrap-token] Creating the %q ConfigMap in the %q namespace", "cluster-info", "kube-public")
+		return discovery.CreateClusterInfo(ctx, c, kubeconfig.ServerURL(d.Cfg), caPEM)
+	})
+}
+
+func runCoreDNS(ctx context.Context, d *Data) error {
+	o := addons.DNSOptions{
+		Domain:    d.Cfg.Cluster.Networking.DNSDomain,
+		ServiceIP: node.ClusterDNSIP(d.Cfg.Cluster.Networking.ServiceSubnet),
+		Upstream:  d.DNSUpstream,
+	}
+	if err := d.withClient(ctx, "install CoreDNS", func(ctx context.Context, c kubernetes.Interface) error {
+		return addons.EnsureCoreDNS(ctx, c, o)
+	}); err != nil {
+		return err
+	}
+	d.logf("[addons] Applied essential addon: CoreDNS")
+	return nil
+}
+
+func runShowJoinCommand(_ context.Context, d *Data) error {
+	ca, err := d.PKI.CA("ca")
+	if err != nil {
+		return err
+	}
+	endpoint := strings.TrimPrefix(kubeconfig.ServerURL(d.Cfg), "https://")
+	token := d.Cfg.Init.BootstrapTokens[0].Token.String()
+	hash := discovery.CAHash(ca.Cert)
+	admin := d.FS.Path(path.Join(kubeconfig.Dir, "admin.conf"))
+	fmt.Fprintf(d.Out, `
+Your Kubernetes control-plane has initialized successfully!
+
+To start using your cluster, you need to run the following as a regular user:
+
+  mkdir -p $HOME/.kube
+  sudo cp -i %[1]s $HOME/.kube/config
+  sudo chown $(id -u):$(id -g) $HOME/.kube/config
+
+Alternatively, if you are the root user, you can run:
+
+  export KUBECONFIG=%[1]s
+
+kubectl is built in: kubeboot kubectl --kubeconfig %[1]s get nodes
+
+`, admin)
+	if d.UploadCerts {
+		fmt.Fprintf(d.Out, "You can now join any number of control-plane nodes running the following command on each as root:\n\n%s\n\n",
+			discovery.JoinCommand(endpoint, token, hash, true, d.Cfg.Init.CertificateKey))
+		fmt.Fprintf(d.Out, "Please note that the certificate-key gives access to cluster sensitive data, keep it secret!\nAs a safeguard, uploaded-certs will be deleted in two hours.\n\n")
+	}
+	fmt.Fprintf(d.Out, "Then you can join any number of worker nodes by running the following on each as root:\n\n%s\n",
+		discovery.JoinCommand(endpoint, token, hash, false, ""))
+	return nil
 }

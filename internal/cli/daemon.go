@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubeboot/kubeboot/pkg/daemon"
+	"github.com/kubeboot/kubeboot/pkg/supervisor"
+)
+
+func newDaemonCommand(g *GlobalFlags, s Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "daemon",
+		Short: "Run, start or stop the node daemon that supervises this node's components",
+		Long: `The node daemon runs every component of this node (etcd, the control plane,
+and on workers the container runtime, kubelet and kube-proxy) as child
+processes: it starts them in dependency order, waits for each to be ready,
+restarts them with back-off when they exit, and stops them in reverse order.
+"kubeboot init" and "kubeboot join" start it; their phases hand it the
+components to run as spec files in /etc/kubernetes/kubeboot/components.`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(
+		&cobra.Command{
+			Use:   "run",
+			Short: "Run the node daemon in the foreground (SIGTERM stops it and every component)",
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				return daemon.Run(cmd.Context(), g.FS(false, s.Out), exe, s.Out)
+			},
+		},
+		&cobra.Command{
+			Use:   "start",
+			Short: "Start the node daemon in the background, if it does not run yet",
+			Args:  cobra.NoArgs,
+			RunE: func(*cobra.Command, []string) error {
+				exe, err := os.Executable()
+				if err != nil {
+					return err
+				}
+				fs := g.FS(false, s.Out)
+				pid, started, err := daemon.Start(fs, exe)
+				if err != nil {
+					return err
+				}
+				if started {
+					fmt.Fprintf(s.Out, "[daemon] Started the kubeboot daemon (pid %d); its log is %s\n", pid, fs.Path(daemon.LogFile))
+				} else {
+					fmt.Fprintf(s.Out, "[daemon] The kubeboot daemon already runs (pid %d)\n", pid)
+				}
+				return nil
+			},
+		},
+		&cobra.Command{
+			Use:   "stop",
+			Short: "Stop the node daemon and every component it runs",
+			Args:  cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				return stopDaemon(cmd.Context(), g, s)
+			},
+		},
+	)
+	return cmd
+}
+
+func stopDaemon(ctx context.Context, g *GlobalFlags, s Streams) error {
+	fs := g.FS(false, s.Out)
+	pid := daemon.Running(fs)
+	if pid == 0 {
+		fmt.Fprintln(s.Out, "[daemon] No kubeboot daemon runs")
+		return nil
+	}
+	fmt.Fprintf(s.Out, "[daemon] Stopping the kubeboot daemon (pid %d) and its components\n", pid)
+	start := time.Now()
+	err := daemon.Stop(ctx, fs, 2*time.Minute, func(waited time.Duration) {
+		fmt.Fprintf(s.Out, "[daemon] Still stopping (%s)\n", waited.Round(time.Second))
+	})
+	if err == nil {
+		fmt.Fprintf(s.Out, "[daemon] Stopped after %s\n", time.Since(start).Round(time.Millisecond))
+	}
+	return err
+}
+
+func newStatusCommand(g *GlobalFlags, s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Show the components of this node: pid, state, readiness, restarts and log",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			fs := g.FS(false, s.Out)
+			pid := daemon.Running(fs)
+			if pid == 0 {
+				fmt.Fprintf(s.Out, "The kubeboot daemon is not running for %s\n", fs.Path("/"))
+				return nil
+			}
+			r, err := daemon.ReadStatus(fs)
+			if err != nil {
+				return fmt.Errorf("the kubeboot daemon runs (pid %d) but its status is unreadable: %w", pid, err)
+			}
+			fmt.Fprintf(s.Out, "kubeboot daemon: pid %d, status of %s\n\n", pid, r.Updated.Format(time.RFC3339))
+			w := tabwriter.NewWriter(s.Out, 4, 4, 3, ' ', 0)
+			fmt.Fprintln(w, "COMPONENT\tPID\tSTATE\tREADY\tRESTARTS\tSINCE\tLOG")
+			for _, c := range r.Components {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%d\t%s\t%s\n", c.Name, pidString(c), c.State, c.Ready, c.Restarts, time.Since(c.Since).Round(time.Second), c.LogFile)
+			}
+			return w.Flush()
+		},
+	}
+}
+
+func pidString(c supervisor.Status) string {
+	if c.PID == 0 {
+		return "-"
+	}
+	return fmt.Sprint(c.PID)
+}

@@ -1,0 +1,99 @@
+package cli
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/kubeboot/kubeboot/pkg/cleanup"
+	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/daemon"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+)
+
+// nodeStatePaths are the node paths kubeboot creates, besides the etcd
+// data dir (read from the etcd spec) and the certificates dir.
+var nodeStatePaths = []string{"/etc/kubernetes", "/var/lib/kubeboot", daemon.LogDir, daemon.RunDir}
+
+func newResetCommand(g *GlobalFlags, s Streams) *cobra.Command {
+	var force, dryRun bool
+	var certDir string
+	cmd := &cobra.Command{
+		Use:   "reset",
+		Short: "Performs a best effort revert of changes made to this host by 'kubeboot init' or 'kubeboot join'",
+		Long: `Stop the node daemon and every component it runs, then remove every file and
+directory kubeboot created on this node: certificates, kubeconfig files,
+component specs, etcd data, logs and pid files. Running it again is a no-op.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fs := g.FS(dryRun, s.Out)
+			if !force && !dryRun {
+				f, ok := s.In.(*os.File)
+				if !ok || !term.IsTerminal(int(f.Fd())) {
+					return fmt.Errorf("reset removes this node's cluster state under %s: confirm with --force when not on a terminal", fs.Path("/"))
+				}
+				fmt.Fprintf(s.Out, "[reset] WARNING: Changes made to this host by 'kubeboot init' or 'kubeboot join' will be reverted.\n[reset] Are you sure you want to proceed? [y/N]: ")
+				answer, _ := bufio.NewReader(s.In).ReadString('\n')
+				if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+					return fmt.Errorf("aborted reset operation")
+				}
+			}
+			paths := append([]string(nil), nodeStatePaths...)
+			if certDir != "" {
+				paths = append(paths, certDir)
+			}
+			if dd := etcdDataDir(fs); dd != "" {
+				paths = append(paths, dd)
+			}
+			if dryRun {
+				if pid := daemon.Running(fs); pid != 0 {
+					fmt.Fprintf(s.Out, "[dryrun] Would stop the kubeboot daemon (pid %d) and its components\n", pid)
+				}
+			} else if err := stopDaemon(cmd.Context(), g, s); err != nil {
+				return err
+			}
+			removed, err := cleanup.Remove(fs, paths, s.Out)
+			if err != nil {
+				return err
+			}
+			if len(removed) == 0 && !dryRun {
+				fmt.Fprintf(s.Out, "[reset] Nothing to remove under %s\n", fs.Path("/"))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "Reset the node without prompting for confirmation")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "Don't apply any changes; just output what would be done")
+	cmd.Flags().StringVar(&certDir, "cert-dir", "", "A certificates dir outside /etc/kubernetes to remove as well")
+	return cmd
+}
+
+// etcdDataDir reads the local etcd member's data dir from its spec, so
+// that a custom etcd.local.dataDir is removed too.
+func etcdDataDir(fs fsys.FS) string {
+	b, err := fs.ReadFile(daemon.SpecPath(component.Etcd))
+	if err != nil {
+		return "/var/lib/etcd"
+	}
+	var spec component.Spec
+	if json.Unmarshal(b, &spec) != nil {
+		return "/var/lib/etcd"
+	}
+	for _, a := range spec.Args {
+		if v, ok := strings.CutPrefix(a, "--data-dir="); ok {
+			// The spec holds host paths; turn it back into a node path.
+			root := fs.Path("/")
+			if rel, ok := strings.CutPrefix(v, strings.TrimSuffix(root, "/")); ok && path.IsAbs(rel) {
+				return rel
+			}
+			return v
+		}
+	}
+	return "/var/lib/etcd"
+}

@@ -1,0 +1,240 @@
+// Package component owns the table of components a node runs and their
+// lifecycle as data. A component is rendered once from the configuration
+// into a Spec (its flags, dependencies, readiness probe); the same Spec is
+// what `init` writes for the node daemon to run, what `reset` cleans up
+// after, and what a developer prints to run the component by hand.
+package component
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+)
+
+// Spec is one component rendered for one node: everything needed to run
+// it, as data.
+type Spec struct {
+	// Name is the component's name; the node daemon runs the kubeboot
+	// binary with it as argv[0].
+	Name string `json:"name"`
+	// Args are the flags, in order. Paths in them are host paths.
+	Args []string `json:"args"`
+	// After lists components that must be ready before this one starts.
+	After []string `json:"after,omitempty"`
+	// Probe tells when the component is ready.
+	Probe Probe `json:"probe"`
+	// Dirs are created (host paths, with their modes) before the start.
+	Dirs []Dir `json:"dirs,omitempty"`
+}
+
+// Dir is a directory a component needs.
+type Dir struct {
+	Path string      `json:"path"`
+	Mode os.FileMode `json:"mode"`
+}
+
+// Probe is an HTTP(S) readiness check.
+type Probe struct {
+	URL string `json:"url"`
+	// CAFile verifies the server; without it an https probe accepts any
+	// certificate (controller-manager and scheduler serve self-signed ones,
+	// and kubeadm's probes skip verification for them too).
+	CAFile string `json:"caFile,omitempty"`
+}
+
+// Check performs the probe once.
+func (p Probe) Check(ctx context.Context) error {
+	client, err := p.client()
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.URL, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: HTTP %d", p.URL, resp.StatusCode)
+	}
+	return nil
+}
+
+func (p Probe) client() (*http.Client, error) {
+	tlsConfig := &tls.Config{InsecureSkipVerify: true} //nolint:gosec // self-signed serving certs, see CAFile
+	if p.CAFile != "" {
+		pem, err := os.ReadFile(p.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("%s holds no certificate", p.CAFile)
+		}
+		tlsConfig = &tls.Config{RootCAs: pool}
+	}
+	return &http.Client{
+		Timeout:   2 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: tlsConfig, DisableKeepAlives: true},
+	}, nil
+}
+
+// WaitReady polls the probe until it passes, ctx ends, or timeout passes.
+// progress, when set, is called about every 5 s with the time waited.
+func (p Probe) WaitReady(ctx context.Context, timeout time.Duration, progress func(time.Duration)) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	lastReport := start
+	var lastErr error
+	for {
+		if lastErr = p.Check(ctx); lastErr == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not ready after %s: %v", time.Since(start).Round(100*time.Millisecond), lastErr)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if progress != nil && time.Since(lastReport) >= 5*time.Second {
+			lastReport = time.Now()
+			progress(time.Since(start))
+		}
+	}
+}
+
+// Args is an ordered flag list that later values override, so that
+// extraArgs from the configuration replace kubeboot's defaults in place.
+type Args struct {
+	names  []string
+	values map[string]string
+}
+
+// Set adds or replaces --name=value.
+func (a *Args) Set(name, value string) {
+	if a.values == nil {
+		a.values = map[string]string{}
+	}
+	if _, ok := a.values[name]; !ok {
+		a.names = append(a.names, name)
+	}
+	a.values[name] = value
+}
+
+// List renders the flags sorted by name, as kubeadm renders its manifests,
+// so that a rendered spec is stable and easy to diff.
+func (a *Args) List() []string {
+	names := append([]string(nil), a.names...)
+	sort.Strings(names)
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "--" + n + "=" + a.values[n]
+	}
+	return out
+}
+
+// Store keeps rendered specs as JSON files in one directory, the way the
+// kubelet keeps static pod manifests: the node daemon runs what is there.
+type Store struct {
+	FS fsys.FS
+}
+
+// SpecDir is the node path of the specs directory.
+const SpecDir = "/etc/kubernetes/kubeboot/components"
+
+// Write saves a spec.
+func (s Store) Write(spec Spec) error {
+	b, err := json.MarshalIndent(spec, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := s.FS.MkdirAll(SpecDir, 0o700); err != nil {
+		return err
+	}
+	return s.FS.WriteFile(path.Join(SpecDir, spec.Name+".json"), append(b, '\n'), 0o600)
+}
+
+// Load reads every spec, sorted so that each comes after its dependencies.
+func (s Store) Load() ([]Spec, error) {
+	entries, err := os.ReadDir(s.FS.Path(SpecDir))
+	if os.IsNotExist(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var specs []Spec
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		b, err := s.FS.ReadFile(path.Join(SpecDir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		var spec Spec
+		if err := json.Unmarshal(b, &spec); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.FS.Path(path.Join(SpecDir, e.Name())), err)
+		}
+		specs = append(specs, spec)
+	}
+	return Order(specs)
+}
+
+// Order sorts specs so that every spec comes after the ones it names in
+// After. A dependency missing from the list is ignored (it may run
+// elsewhere); a cycle is an error.
+func Order(specs []Spec) ([]Spec, error) {
+	byName := map[string]Spec{}
+	for _, s := range specs {
+		byName[s.Name] = s
+	}
+	names := make([]string, 0, len(specs))
+	for n := range byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []Spec
+	state := map[string]int{} // 1 visiting, 2 done
+	var visit func(n string, chain []string) error
+	visit = func(n string, chain []string) error {
+		switch state[n] {
+		case 1:
+			return fmt.Errorf("components depend on each other in a cycle: %s", strings.Join(append(chain, n), " -> "))
+		case 2:
+			return nil
+		}
+		s, ok := byName[n]
+		if !ok {
+			return nil
+		}
+		state[n] = 1
+		for _, d := range s.After {
+			if err := visit(d, append(chain, n)); err != nil {
+				return err
+			}
+		}
+		state[n] = 2
+		out = append(out, s)
+		return nil
+	}
+	for _, n := range names {
+		if err := visit(n, nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

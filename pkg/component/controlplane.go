@@ -1,0 +1,198 @@
+package component
+
+import (
+	"fmt"
+	"net"
+	"path"
+	"strconv"
+	"strings"
+
+	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+
+	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+)
+
+// Ports the control plane listens on.
+const (
+	EtcdClientPort        = 2379
+	EtcdPeerPort          = 2380
+	EtcdMetricsPort       = 2381
+	ControllerManagerPort = 10257
+	SchedulerPort         = 10259
+)
+
+// Names of the control-plane components.
+const (
+	Etcd              = "etcd"
+	APIServer         = "kube-apiserver"
+	ControllerManager = "kube-controller-manager"
+	Scheduler         = "kube-scheduler"
+)
+
+// Renderer turns the configuration into specs. Paths in the
+// configuration are node paths; the specs carry host paths under the
+// root prefix.
+type Renderer struct {
+	Cfg *config.Config
+	FS  fsys.FS
+}
+
+func (r Renderer) pki(name string) string {
+	return r.FS.Path(path.Join(r.Cfg.Cluster.CertificatesDir, name))
+}
+
+func (r Renderer) kubeconfig(file string) string {
+	return r.FS.Path(path.Join(kubeconfig.Dir, file))
+}
+
+func (r Renderer) advertise() string { return r.Cfg.Init.LocalAPIEndpoint.AdvertiseAddress }
+
+func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
+
+func applyExtra(a *Args, extra []kubeadmv1.Arg) {
+	for _, e := range extra {
+		a.Set(e.Name, e.Value)
+	}
+}
+
+// LocalEtcd renders the local etcd member, with kubeadm's flags.
+func (r Renderer) LocalEtcd() Spec {
+	c := r.Cfg
+	adv, node := r.advertise(), c.Init.NodeRegistration.Name
+	dataDir := r.FS.Path(c.Cluster.Etcd.Local.DataDir)
+	a := &Args{}
+	a.Set("name", node)
+	a.Set("data-dir", dataDir)
+	a.Set("advertise-client-urls", "https://"+hostPort(adv, EtcdClientPort))
+	a.Set("listen-client-urls", "https://"+hostPort("127.0.0.1", EtcdClientPort)+",https://"+hostPort(adv, EtcdClientPort))
+	a.Set("listen-peer-urls", "https://"+hostPort(adv, EtcdPeerPort))
+	a.Set("initial-advertise-peer-urls", "https://"+hostPort(adv, EtcdPeerPort))
+	a.Set("initial-cluster", node+"=https://"+hostPort(adv, EtcdPeerPort))
+	a.Set("listen-metrics-urls", "http://"+hostPort("127.0.0.1", EtcdMetricsPort))
+	a.Set("cert-file", r.pki("etcd/server.crt"))
+	a.Set("key-file", r.pki("etcd/server.key"))
+	a.Set("trusted-ca-file", r.pki("etcd/ca.crt"))
+	a.Set("client-cert-auth", "true")
+	a.Set("peer-cert-file", r.pki("etcd/peer.crt"))
+	a.Set("peer-key-file", r.pki("etcd/peer.key"))
+	a.Set("peer-trusted-ca-file", r.pki("etcd/ca.crt"))
+	a.Set("peer-client-cert-auth", "true")
+	a.Set("snapshot-count", "10000")
+	a.Set("watch-progress-notify-interval", "5s")
+	applyExtra(a, c.Cluster.Etcd.Local.ExtraArgs)
+	return Spec{
+		Name:  Etcd,
+		Args:  a.List(),
+		Probe: Probe{URL: "http://" + hostPort("127.0.0.1", EtcdMetricsPort) + "/readyz"},
+		Dirs:  []Dir{{Path: dataDir, Mode: 0o700}},
+	}
+}
+
+// APIServer renders kube-apiserver with the flags kubeadm v1.37 puts in
+// its static pod.
+func (r Renderer) APIServer() Spec {
+	c := r.Cfg
+	port := int(c.Init.LocalAPIEndpoint.BindPort)
+	a := &Args{}
+	a.Set("advertise-address", r.advertise())
+	a.Set("allow-privileged", "true")
+	a.Set("authorization-mode", "Node,RBAC")
+	a.Set("client-ca-file", r.pki("ca.crt"))
+	a.Set("enable-admission-plugins", "NodeRestriction")
+	a.Set("enable-bootstrap-token-auth", "true")
+	a.Set("kubelet-client-certificate", r.pki("apiserver-kubelet-client.crt"))
+	a.Set("kubelet-client-key", r.pki("apiserver-kubelet-client.key"))
+	a.Set("kubelet-preferred-address-types", "InternalIP,ExternalIP,Hostname")
+	a.Set("proxy-client-cert-file", r.pki("front-proxy-client.crt"))
+	a.Set("proxy-client-key-file", r.pki("front-proxy-client.key"))
+	a.Set("requestheader-allowed-names", "front-proxy-client")
+	a.Set("requestheader-client-ca-file", r.pki("front-proxy-ca.crt"))
+	a.Set("requestheader-extra-headers-prefix", "X-Remote-Extra-")
+	a.Set("requestheader-group-headers", "X-Remote-Group")
+	a.Set("requestheader-username-headers", "X-Remote-User")
+	a.Set("secure-port", strconv.Itoa(port))
+	a.Set("service-account-issuer", "https://kubernetes.default.svc."+c.Cluster.Networking.DNSDomain)
+	a.Set("service-account-key-file", r.pki("sa.pub"))
+	a.Set("service-account-signing-key-file", r.pki("sa.key"))
+	a.Set("service-cluster-ip-range", c.Cluster.Networking.ServiceSubnet)
+	a.Set("tls-cert-file", r.pki("apiserver.crt"))
+	a.Set("tls-private-key-file", r.pki("apiserver.key"))
+	var after []string
+	if ext := c.Cluster.Etcd.External; ext != nil {
+		a.Set("etcd-servers", strings.Join(ext.Endpoints, ","))
+		if ext.CAFile != "" {
+			a.Set("etcd-cafile", r.FS.Path(ext.CAFile))
+			a.Set("etcd-certfile", r.FS.Path(ext.CertFile))
+			a.Set("etcd-keyfile", r.FS.Path(ext.KeyFile))
+		}
+	} else {
+		a.Set("etcd-servers", "https://"+hostPort("127.0.0.1", EtcdClientPort))
+		a.Set("etcd-cafile", r.pki("etcd/ca.crt"))
+		a.Set("etcd-certfile", r.pki("apiserver-etcd-client.crt"))
+		a.Set("etcd-keyfile", r.pki("apiserver-etcd-client.key"))
+		after = []string{Etcd}
+	}
+	applyExtra(a, c.Cluster.APIServer.ExtraArgs)
+	return Spec{
+		Name:  APIServer,
+		Args:  a.List(),
+		After: after,
+		Probe: Probe{URL: "https://" + hostPort("127.0.0.1", port) + "/readyz", CAFile: r.pki("ca.crt")},
+	}
+}
+
+// ControllerManager renders kube-controller-manager as kubeadm does,
+// bootstrap signer and token cleaner included.
+func (r Renderer) ControllerManager() Spec {
+	c := r.Cfg
+	conf := r.kubeconfig("controller-manager.conf")
+	a := &Args{}
+	a.Set("authentication-kubeconfig", conf)
+	a.Set("authorization-kubeconfig", conf)
+	a.Set("bind-address", "127.0.0.1")
+	a.Set("client-ca-file", r.pki("ca.crt"))
+	a.Set("cluster-name", c.Cluster.ClusterName)
+	a.Set("cluster-signing-cert-file", r.pki("ca.crt"))
+	a.Set("cluster-signing-key-file", r.pki("ca.key"))
+	a.Set("controllers", "*,bootstrapsigner,tokencleaner")
+	a.Set("kubeconfig", conf)
+	a.Set("leader-elect", "true")
+	a.Set("requestheader-client-ca-file", r.pki("front-proxy-ca.crt"))
+	a.Set("root-ca-file", r.pki("ca.crt"))
+	a.Set("secure-port", strconv.Itoa(ControllerManagerPort))
+	a.Set("service-account-private-key-file", r.pki("sa.key"))
+	a.Set("use-service-account-credentials", "true")
+	if pods := c.Cluster.Networking.PodSubnet; pods != "" {
+		a.Set("allocate-node-cidrs", "true")
+		a.Set("cluster-cidr", pods)
+		a.Set("service-cluster-ip-range", c.Cluster.Networking.ServiceSubnet)
+	}
+	applyExtra(a, c.Cluster.ControllerManager.ExtraArgs)
+	return Spec{
+		Name:  ControllerManager,
+		Args:  a.List(),
+		After: []string{APIServer},
+		Probe: Probe{URL: fmt.Sprintf("https://127.0.0.1:%d/healthz", ControllerManagerPort)},
+	}
+}
+
+// Scheduler renders kube-scheduler as kubeadm does.
+func (r Renderer) Scheduler() Spec {
+	conf := r.kubeconfig("scheduler.conf")
+	a := &Args{}
+	a.Set("authentication-kubeconfig", conf)
+	a.Set("authorization-kubeconfig", conf)
+	a.Set("bind-address", "127.0.0.1")
+	a.Set("kubeconfig", conf)
+	a.Set("leader-elect", "true")
+	a.Set("secure-port", strconv.Itoa(SchedulerPort))
+	applyExtra(a, r.Cfg.Cluster.Scheduler.ExtraArgs)
+	return Spec{
+		Name:  Scheduler,
+		Args:  a.List(),
+		After: []string{APIServer},
+		Probe: Probe{URL: fmt.Sprintf("https://127.0.0.1:%d/healthz", SchedulerPort)},
+	}
+}

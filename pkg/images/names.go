@@ -1,0 +1,20 @@
+// Package images names the images kubeboot builds from its own binary.
+// Nothing is ever pulled: manifests use these exact names with pull policy
+// IfNotPresent, and the node imports the images before the kubelet starts.
+package images
+
+import "github.com/kubeboot/kubeboot/pkg/version"
+
+// Registry is a name no registry answers to: an image under it can only
+// have come from kubeboot itself.
+const Registry = "kubeboot.local"
+
+// Name returns the reference of one of kubeboot's images.
+func Name(image string) string { return Registry + "/" + image + ":" + version.Kubernetes }
+
+// The images every node carries.
+var (
+	Pause      = Name("pause")
+	CoreDNS    = Name("coredns")
+	TestServer = Name("test-server")
+)

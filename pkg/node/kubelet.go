@@ -1,0 +1,76 @@
+// Package node owns what runs a workload node: the kubelet's
+// configuration, the container runtime's, images and CNI.
+package node
+
+import (
+	"path"
+	"strings"
+
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	netutils "k8s.io/utils/net"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubeboot/kubeboot/pkg/config"
+)
+
+// KubeletConfiguration is the cluster-wide kubelet configuration kubeboot
+// uploads to the kubelet-config ConfigMap, with node paths: the user's
+// KubeletConfiguration document, with kubeadm's defaults for the fields it
+// leaves empty, plus what this machine needs (cgroupfs, cgroup v1).
+func KubeletConfiguration(c *config.Config) *kubeletv1beta1.KubeletConfiguration {
+	k := &kubeletv1beta1.KubeletConfiguration{}
+	if c.Kubelet != nil {
+		k = c.Kubelet.DeepCopy()
+	}
+	k.APIVersion, k.Kind = kubeletv1beta1.SchemeGroupVersion.String(), "KubeletConfiguration"
+	if k.CgroupDriver == "" {
+		k.CgroupDriver = "cgroupfs"
+	}
+	if k.FailCgroupV1 == nil {
+		k.FailCgroupV1 = ptr.To(false)
+	}
+	if len(k.ClusterDNS) == 0 {
+		if ip := ClusterDNSIP(c.Cluster.Networking.ServiceSubnet); ip != "" {
+			k.ClusterDNS = []string{ip}
+		}
+	}
+	if k.ClusterDomain == "" {
+		k.ClusterDomain = c.Cluster.Networking.DNSDomain
+	}
+	if k.Authentication.X509.ClientCAFile == "" {
+		k.Authentication.X509.ClientCAFile = path.Join(c.Cluster.CertificatesDir, "ca.crt")
+	}
+	if k.Authentication.Anonymous.Enabled == nil {
+		k.Authentication.Anonymous.Enabled = ptr.To(false)
+	}
+	if k.Authentication.Webhook.Enabled == nil {
+		k.Authentication.Webhook.Enabled = ptr.To(true)
+	}
+	if k.Authorization.Mode == "" {
+		k.Authorization.Mode = kubeletv1beta1.KubeletAuthorizationModeWebhook
+	}
+	// Client certificate rotation is always on, as kubeadm sets it: the
+	// kubelet.conf certificate is renewed by the kubelet, not by kubeboot.
+	k.RotateCertificates = true
+	if k.StaticPodPath == "" {
+		k.StaticPodPath = "/etc/kubernetes/manifests"
+	}
+	if k.HealthzBindAddress == "" {
+		k.HealthzBindAddress = "127.0.0.1"
+	}
+	return k
+}
+
+// ClusterDNSIP is the tenth address of the first service CIDR, where
+// kubeadm puts the kube-dns Service.
+func ClusterDNSIP(serviceSubnet string) string {
+	cidrs, err := netutils.ParseCIDRs(strings.Split(serviceSubnet, ","))
+	if err != nil || len(cidrs) == 0 {
+		return ""
+	}
+	ip, err := netutils.GetIndexedIP(cidrs[0], 10)
+	if err != nil {
+		return ""
+	}
+	return ip.String()
+}

@@ -1,0 +1,360 @@
+// Package supervisor runs components as child processes of the node
+// daemon: each starts once the components it depends on are ready, is
+// probed for readiness, is restarted with back-off when it exits, and is
+// stopped in reverse dependency order.
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/kubeboot/kubeboot/pkg/component"
+)
+
+// States a component goes through.
+const (
+	StateWaiting  = "waiting"  // for its dependencies
+	StateStarting = "starting" // running, not ready yet
+	StateRunning  = "running"  // ready
+	StateBackoff  = "backoff"  // exited, restarting soon
+	StateStopped  = "stopped"
+)
+
+// Status is one component as `kubeboot status` shows it.
+type Status struct {
+	Name     string    `json:"name"`
+	PID      int       `json:"pid,omitempty"`
+	State    string    `json:"state"`
+	Ready    bool      `json:"ready"`
+	Restarts int       `json:"restarts"`
+	LogFile  string    `json:"logFile"`
+	Since    time.Time `json:"since"`
+	LastExit string    `json:"lastExit,omitempty"`
+}
+
+// Options tune a supervisor; zero values take the defaults.
+type Options struct {
+	// Exe is the binary components are run from (argv[0] = the name).
+	Exe string
+	// LogDir receives <component>.log files.
+	LogDir string
+	// LogMax bounds each log file (default 10 MiB, plus one rotated file).
+	LogMax int64
+	// StopTimeout is how long a component gets to exit after SIGTERM.
+	StopTimeout time.Duration
+	// Logf reports the supervisor's own events.
+	Logf func(format string, args ...any)
+	// OnChange is called after every state change.
+	OnChange func()
+}
+
+// Supervisor runs a set of components.
+type Supervisor struct {
+	opts  Options
+	mu    sync.Mutex
+	procs map[string]*proc
+	order []string
+}
+
+// New returns a supervisor with nothing running.
+func New(o Options) *Supervisor {
+	if o.LogMax == 0 {
+		o.LogMax = 10 << 20
+	}
+	if o.StopTimeout == 0 {
+		o.StopTimeout = 20 * time.Second
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if o.OnChange == nil {
+		o.OnChange = func() {}
+	}
+	return &Supervisor{opts: o, procs: map[string]*proc{}}
+}
+
+type proc struct {
+	spec   component.Spec
+	cancel context.CancelFunc
+	done   chan struct{}
+	log    *LogFile
+
+	mu     sync.Mutex
+	status Status
+	cmd    *exec.Cmd
+}
+
+func (p *proc) set(f func(*Status)) {
+	p.mu.Lock()
+	f(&p.status)
+	p.mu.Unlock()
+}
+
+func (p *proc) get() Status {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.status
+}
+
+// Apply makes the running set match specs (given in dependency order):
+// new components start, changed ones restart, removed ones stop.
+func (s *Supervisor) Apply(specs []component.Spec) {
+	s.mu.Lock()
+	want := map[string]component.Spec{}
+	for _, sp := range specs {
+		want[sp.Name] = sp
+	}
+	var stop []*proc
+	for i := len(s.order) - 1; i >= 0; i-- {
+		name := s.order[i]
+		p := s.procs[name]
+		if sp, ok := want[name]; !ok || !reflect.DeepEqual(sp, p.spec) {
+			stop = append(stop, p)
+			delete(s.procs, name)
+		}
+	}
+	s.mu.Unlock()
+	for _, p := range stop {
+		s.opts.Logf("stopping %s (removed or changed)", p.spec.Name)
+		s.stopProc(p)
+	}
+	s.mu.Lock()
+	s.order = s.order[:0]
+	for _, sp := range specs {
+		s.order = append(s.order, sp.Name)
+		if _, ok := s.procs[sp.Name]; ok {
+			continue
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		p := &proc{spec: sp, cancel: cancel, done: make(chan struct{}),
+			log:    &LogFile{Path: filepath.Join(s.opts.LogDir, sp.Name+".log"), Max: s.opts.LogMax},
+			status: Status{Name: sp.Name, State: StateWaiting, LogFile: filepath.Join(s.opts.LogDir, sp.Name+".log"), Since: time.Now()}}
+		s.procs[sp.Name] = p
+		go s.loop(ctx, p)
+	}
+	s.mu.Unlock()
+	s.opts.OnChange()
+}
+
+// Statuses returns every component's status, in dependency order.
+func (s *Supervisor) Statuses() []Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Status, 0, len(s.order))
+	for _, n := range s.order {
+		out = append(out, s.procs[n].get())
+	}
+	return out
+}
+
+func (s *Supervisor) ready(name string) bool {
+	s.mu.Lock()
+	p, ok := s.procs[name]
+	s.mu.Unlock()
+	// A dependency that is not ours to run (external etcd) does not block.
+	return !ok || p.get().Ready
+}
+
+// Stop stops every component in reverse dependency order.
+func (s *Supervisor) Stop() {
+	s.mu.Lock()
+	var procs []*proc
+	for i := len(s.order) - 1; i >= 0; i-- {
+		procs = append(procs, s.procs[s.order[i]])
+	}
+	s.procs, s.order = map[string]*proc{}, nil
+	s.mu.Unlock()
+	for _, p := range procs {
+		s.stopProc(p)
+	}
+}
+
+func (s *Supervisor) stopProc(p *proc) {
+	p.cancel()
+	<-p.done
+	p.log.Close()
+}
+
+// Back-off between restarts: quick for a crash after a long good run,
+// growing for a component that keeps failing.
+const (
+	firstBackoff = 200 * time.Millisecond
+	maxBackoff   = 10 * time.Second
+	healthyRun   = 30 * time.Second
+)
+
+func (s *Supervisor) loop(ctx context.Context, p *proc) {
+	defer close(p.done)
+	backoff := firstBackoff
+	for {
+		if !s.waitDeps(ctx, p) {
+			break
+		}
+		started := time.Now()
+		exitErr := s.runOnce(ctx, p)
+		if ctx.Err() != nil {
+			break
+		}
+		if time.Since(started) > healthyRun {
+			backoff = firstBackoff
+		}
+		p.set(func(st *Status) {
+			st.State, st.Ready, st.PID, st.Since = StateBackoff, false, 0, time.Now()
+			st.Restarts++
+			st.LastExit = exitErr
+		})
+		s.opts.OnChange()
+		s.opts.Logf("%s exited (%s); restarting in %s", p.spec.Name, exitErr, backoff)
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+	p.set(func(st *Status) { st.State, st.Ready, st.PID, st.Since = StateStopped, false, 0, time.Now() })
+	s.opts.OnChange()
+}
+
+func (s *Supervisor) waitDeps(ctx context.Context, p *proc) bool {
+	for {
+		all := true
+		for _, d := range p.spec.After {
+			if !s.ready(d) {
+				all = false
+			}
+		}
+		if all {
+			return true
+		}
+		p.set(func(st *Status) {
+			if st.State != StateWaiting {
+				st.State, st.Since = StateWaiting, time.Now()
+			}
+		})
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// runOnce starts the component, probes it while it runs, and returns how
+// it exited. Cancelling ctx stops it: SIGTERM, then SIGKILL after
+// StopTimeout.
+func (s *Supervisor) runOnce(ctx context.Context, p *proc) string {
+	for _, d := range p.spec.Dirs {
+		if err := os.MkdirAll(d.Path, d.Mode); err != nil {
+			return fmt.Sprintf("creating %s: %v", d.Path, err)
+		}
+		if err := os.Chmod(d.Path, d.Mode); err != nil {
+			return fmt.Sprintf("chmod %s: %v", d.Path, err)
+		}
+	}
+	cmd := &exec.Cmd{
+		Path: s.opts.Exe,
+		Args: append([]string{p.spec.Name}, p.spec.Args...),
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid: true,
+			// Children must not outlive the daemon: a killed daemon takes its
+			// components with it rather than leaving them unsupervised.
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	fmt.Fprintf(p.log, "==== %s starting %s\n", time.Now().Format(time.RFC3339Nano), p.spec.Name)
+	cmd.Stdout, cmd.Stderr = p.log, p.log
+	if err := cmd.Start(); err != nil {
+		return err.Error()
+	}
+	p.set(func(st *Status) {
+		st.PID, st.State, st.Ready, st.Since = cmd.Process.Pid, StateStarting, false, time.Now()
+	})
+	s.opts.OnChange()
+	s.opts.Logf("started %s (pid %d)", p.spec.Name, cmd.Process.Pid)
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	probeCtx, stopProbe := context.WithCancel(ctx)
+	defer stopProbe()
+	go s.probe(probeCtx, p)
+	select {
+	case err := <-exited:
+		return exitString(err)
+	case <-ctx.Done():
+	}
+	stopProbe()
+	// Stop: the whole process group, politely first.
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case err := <-exited:
+		s.opts.Logf("stopped %s", p.spec.Name)
+		return exitString(err)
+	case <-time.After(s.opts.StopTimeout):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		err := <-exited
+		s.opts.Logf("killed %s after %s", p.spec.Name, s.opts.StopTimeout)
+		return exitString(err)
+	}
+}
+
+func exitString(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ProcessState.String()
+	}
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// probe polls readiness quickly until the component is ready, then every
+// 2 s to notice it going unready.
+func (s *Supervisor) probe(ctx context.Context, p *proc) {
+	interval := 50 * time.Millisecond
+	for {
+		ready := p.spec.Probe.URL == "" || p.spec.Probe.Check(ctx) == nil
+		if ctx.Err() != nil {
+			return
+		}
+		changed := false
+		p.set(func(st *Status) {
+			if st.Ready != ready {
+				changed = true
+				st.Ready = ready
+				if ready {
+					st.State = StateRunning
+				} else {
+					st.State = StateStarting
+				}
+			}
+		})
+		if changed {
+			s.opts.OnChange()
+			if ready {
+				s.opts.Logf("%s is ready", p.spec.Name)
+			}
+		}
+		if ready {
+			interval = 2 * time.Second
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(interval):
+		}
+	}
+}
+
+var _ io.Writer = (*LogFile)(nil)
