@@ -1,0 +1,298 @@
+package e2e
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	"k8s.io/cluster-bootstrap/token/jws"
+
+	"github.com/kubeboot/kubeboot/pkg/daemon"
+	"github.com/kubeboot/kubeboot/test/nethost"
+)
+
+// listenIn opens a TCP listener inside the host's network namespace, to
+// occupy a port the way another program would.
+func listenIn(t *testing.T, h *nethost.Host, port int) net.Listener {
+	t.Helper()
+	var l net.Listener
+	if err := h.InNetns(func() (err error) {
+		l, err = net.Listen("tcp", fmt.Sprintf(":%d", port))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// anonymousGet sends an unauthenticated request to the API server from
+// inside the host, trusting only the cluster CA.
+func anonymousGet(t *testing.T, h *nethost.Host, url string) (int, string) {
+	t.Helper()
+	pem, err := os.ReadFile(filepath.Join(h.Root, "etc/kubernetes/pki/ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: h.DialContext, TLSClientConfig: &tls.Config{RootCAs: pool},
+	}}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func listAll(root string) []string {
+	var out []string
+	filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+		if err == nil && p != root {
+			out = append(out, p)
+		}
+		return nil
+	})
+	return out
+}
+
+func readStatus(t *testing.T, h *nethost.Host) *daemon.StatusReport {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(h.Root, daemon.StatusFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r daemon.StatusReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+func TestControlPlane(t *testing.T) {
+	requireE2E(t)
+	h := newHost(t, "kbe2e-cp", "10.201.0.2")
+	init := []string{"init", "--node-name", "cp1", "--dns-upstream", ""}
+
+	t.Run("bad input writes nothing", func(t *testing.T) {
+		bad := filepath.Join(t.TempDir(), "bad.yaml")
+		os.WriteFile(bad, []byte("apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nnetworking:\n  podSubnet: 10.96.0.0/8\n"), 0o644)
+		out, err := nethost.Run(h.Kubeboot("init", "--config", bad))
+		if err == nil || !strings.Contains(out, "networking.podSubnet") {
+			t.Fatalf("invalid config accepted or unclear: %v\n%s", err, out)
+		}
+		if files := listAll(h.Root); len(files) != 0 {
+			t.Fatalf("a rejected config wrote %v", files)
+		}
+		l := listenIn(t, h, 6443)
+		out, err = nethost.Run(h.Kubeboot(init...))
+		l.Close()
+		if err == nil || !strings.Contains(out, "[ERROR Port-6443]") || !strings.Contains(out, "port 6443 is in use") {
+			t.Fatalf("occupied port not refused: %v\n%s", err, out)
+		}
+		if files := listAll(h.Root); len(files) != 0 {
+			t.Fatalf("a failed preflight wrote %v", files)
+		}
+	})
+
+	var token string
+	t.Run("init", func(t *testing.T) {
+		start := time.Now()
+		out := kb(t, h, init...)
+		t.Logf("init took %s", time.Since(start).Round(time.Millisecond))
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "healthy after") {
+				t.Log(l)
+			}
+			if tok, ok := strings.CutPrefix(l, "[bootstrap-token] Using token: "); ok {
+				token = tok
+			}
+		}
+		if !strings.Contains(out, "kubeboot join 10.201.0.2:6443 --token") {
+			t.Errorf("no join command in init's output:\n%s", out)
+		}
+		again, err := nethost.Run(h.Kubeboot(init...))
+		if err == nil || !strings.Contains(again, "run `kubeboot reset` first") {
+			t.Errorf("a second init was not refused clearly: %v\n%s", err, again)
+		}
+	})
+	if token == "" {
+		t.Fatal("no bootstrap token printed")
+	}
+
+	t.Run("API", func(t *testing.T) {
+		if out := kubectl(t, h, "get", "--raw", "/readyz"); strings.TrimSpace(out) != "ok" {
+			t.Errorf("/readyz: %q", out)
+		}
+		if out := kubectl(t, h, "get", "namespaces", "-o", "name"); !strings.Contains(out, "namespace/kube-system") {
+			t.Errorf("namespaces: %s", out)
+		}
+		if out := kubectl(t, h, "auth", "can-i", "*", "*"); strings.TrimSpace(out) != "yes" {
+			t.Errorf("admin can-i: %q", out)
+		}
+		// Anonymous: no credentials, only the cluster CA to trust the server.
+		code, body := anonymousGet(t, h, "https://10.201.0.2:6443/api/v1/namespaces/kube-public/configmaps/cluster-info")
+		if code != 200 || !strings.Contains(body, "cluster-info") {
+			t.Errorf("anonymous read of cluster-info: HTTP %d %s", code, body)
+		}
+		code, body = anonymousGet(t, h, "https://10.201.0.2:6443/api/v1/namespaces/kube-system/secrets")
+		if code != 403 {
+			t.Errorf("anonymous list of secrets: HTTP %d, want 403: %s", code, body)
+		}
+	})
+
+	t.Run("cluster-info signature", func(t *testing.T) {
+		id, secret, _ := strings.Cut(token, ".")
+		var cm struct {
+			Data map[string]string `json:"data"`
+		}
+		took := eventually(t, 30*time.Second, 200*time.Millisecond, "the bootstrap signer signs cluster-info", func() error {
+			out := kubectl(t, h, "-n", "kube-public", "get", "configmap", "cluster-info", "-o", "json")
+			if err := json.Unmarshal([]byte(out), &cm); err != nil {
+				return err
+			}
+			if cm.Data[bootstrapapi.JWSSignatureKeyPrefix+id] == "" {
+				return errors.New("no signature for the token yet")
+			}
+			return nil
+		})
+		t.Logf("cluster-info signed %s after the check started", took.Round(time.Millisecond))
+		content, sig := cm.Data[bootstrapapi.KubeConfigKey], cm.Data[bootstrapapi.JWSSignatureKeyPrefix+id]
+		if !jws.DetachedTokenIsValid(sig, content, id, secret) {
+			t.Error("the signature does not verify with the token")
+		}
+		if jws.DetachedTokenIsValid(sig, content, id, "0123456789abcdef") {
+			t.Error("the signature verifies with another token secret")
+		}
+		kc, err := clientcmd.Load([]byte(content))
+		if err != nil || kc.Clusters[""] == nil || kc.Clusters[""].Server != "https://10.201.0.2:6443" {
+			t.Errorf("cluster-info kubeconfig: %v %+v", err, kc)
+		}
+	})
+
+	t.Run("token commands", func(t *testing.T) {
+		out := kb(t, h, "token", "create", "--ttl", "1h", "--print-join-command")
+		if !strings.Contains(out, "kubeboot join 10.201.0.2:6443 --token ") || !strings.Contains(out, "--discovery-token-ca-cert-hash sha256:") {
+			t.Fatalf("token create: %s", out)
+		}
+		newTok := strings.Fields(out)[4]
+		if list := kb(t, h, "token", "list"); !strings.Contains(list, newTok) || !strings.Contains(list, token) {
+			t.Fatalf("token list lacks the tokens:\n%s", list)
+		}
+		kb(t, h, "token", "delete", newTok)
+		if list := kb(t, h, "token", "list"); strings.Contains(list, newTok) {
+			t.Fatalf("deleted token still listed:\n%s", list)
+		}
+	})
+
+	t.Run("kill -9 each component", func(t *testing.T) {
+		for _, name := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
+			var old int
+			for _, c := range readStatus(t, h).Components {
+				if c.Name == name {
+					old = c.PID
+				}
+			}
+			if old == 0 {
+				t.Fatalf("%s has no pid in the status", name)
+			}
+			killed := time.Now()
+			if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			took := eventually(t, 15*time.Second, 100*time.Millisecond, name+" restarted and the API ready", func() error {
+				ready := false
+				for _, c := range readStatus(t, h).Components {
+					if c.Name == name && c.PID != 0 && c.PID != old && c.Ready {
+						ready = true
+					}
+				}
+				if !ready {
+					return fmt.Errorf("%s not restarted and ready", name)
+				}
+				out, err := kubectlErr(h, "get", "--raw", "/readyz")
+				if err != nil || strings.TrimSpace(out) != "ok" {
+					return fmt.Errorf("/readyz: %v %s", err, out)
+				}
+				return nil
+			})
+			t.Logf("kill -9 %s: restarted and API ready %s after the kill", name, took.Round(time.Millisecond))
+			_ = killed
+		}
+		if out := kb(t, h, "status"); !strings.Contains(out, "kube-apiserver") {
+			t.Errorf("status: %s", out)
+		}
+	})
+
+	t.Run("daemon restart keeps the cluster", func(t *testing.T) {
+		var list strings.Builder
+		list.WriteString(`{"apiVersion":"v1","kind":"List","items":[`)
+		for i := 0; i < 200; i++ {
+			if i > 0 {
+				list.WriteString(",")
+			}
+			fmt.Fprintf(&list, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"persist-%03d","namespace":"default"},"data":{"i":"%d"}}`, i, i)
+		}
+		list.WriteString("]}")
+		f := filepath.Join(h.Root, "cms.json")
+		os.WriteFile(f, []byte(list.String()), 0o644)
+		kubectl(t, h, "apply", "-f", f)
+		os.Remove(f)
+		stop := time.Now()
+		kb(t, h, "daemon", "stop")
+		nethost.Reap()
+		if procs := h.Processes(); len(procs) != 0 {
+			t.Fatalf("processes left after daemon stop: %v", procs)
+		}
+		t.Logf("daemon stop took %s", time.Since(stop).Round(time.Millisecond))
+		start := time.Now()
+		kb(t, h, "daemon", "start")
+		took := eventually(t, 60*time.Second, 100*time.Millisecond, "API ready after the daemon restart", func() error {
+			out, err := kubectlErr(h, "get", "--raw", "/readyz")
+			if err != nil || strings.TrimSpace(out) != "ok" {
+				return fmt.Errorf("/readyz: %v %s", err, out)
+			}
+			return nil
+		})
+		t.Logf("API ready %s after daemon start", took.Round(time.Millisecond))
+		_ = start
+		out := kubectl(t, h, "get", "configmaps", "-n", "default", "-o", "name")
+		if n := strings.Count(out, "configmap/persist-"); n != 200 {
+			t.Fatalf("%d of 200 ConfigMaps survived the restart", n)
+		}
+	})
+
+	t.Run("reset", func(t *testing.T) {
+		out := kb(t, h, "reset", "--force")
+		if !strings.Contains(out, "Deleted") {
+			t.Errorf("reset did not report what it removed:\n%s", out)
+		}
+		time.Sleep(100 * time.Millisecond)
+		nethost.Reap()
+		if procs := h.Processes(); len(procs) != 0 {
+			t.Errorf("processes left after reset: %v", procs)
+		}
+		if files := listAll(h.Root); len(files) != 0 {
+			t.Errorf("left under the root prefix: %v", files)
+		}
+		out = kb(t, h, "reset", "--force")
+		if !strings.Contains(out, "Nothing to remove") {
+			t.Errorf("second reset was not a no-op:\n%s", out)
+		}
+	})
+}

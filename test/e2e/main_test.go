@@ -1,0 +1,127 @@
+// Package e2e holds the end-to-end tests: real kubeboot processes on
+// hosts made of network namespaces (see test/nethost). They need root and
+// the built binary (KUBEBOOT_BINARY, as `make test` sets it) and are
+// skipped by `go test -short`.
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubeboot/kubeboot/test/nethost"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	// testing.Short is only valid after flag parsing, which m.Run does;
+	// parse here to decide about the machine-wide setup.
+	if !isShort() && os.Geteuid() == 0 {
+		if err := nethost.BecomeSubreaper(); err != nil {
+			fmt.Fprintln(os.Stderr, "becoming a child subreaper:", err)
+			os.Exit(1)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+func isShort() bool {
+	for _, a := range os.Args {
+		if a == "-test.short" || a == "-test.short=true" {
+			return true
+		}
+	}
+	return false
+}
+
+// requireE2E skips in -short mode and fails (not skips) when the machine
+// cannot run the test: a skipped end-to-end test must not pass for a
+// green one.
+func requireE2E(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test; runs without -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("end-to-end tests need root (network namespaces, mounts)")
+	}
+	binary = os.Getenv("KUBEBOOT_BINARY")
+	if binary == "" {
+		binary, _ = filepath.Abs("../../_output/kubeboot")
+	}
+	if _, err := os.Stat(binary); err != nil {
+		t.Fatalf("kubeboot binary %s: %v (run `make build`, or `make test` which builds it)", binary, err)
+	}
+}
+
+// newHost makes a host for a test and removes it when the test ends.
+func newHost(t *testing.T, name, ip string) *nethost.Host {
+	t.Helper()
+	h, err := nethost.New(name, ip, t.TempDir(), binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpLogs(t, h)
+		}
+		h.Close()
+	})
+	return h
+}
+
+func dumpLogs(t *testing.T, h *nethost.Host) {
+	logs, _ := filepath.Glob(filepath.Join(h.Root, "var/log/kubeboot/*.log"))
+	for _, l := range logs {
+		b, _ := os.ReadFile(l)
+		lines := strings.Split(string(b), "\n")
+		if len(lines) > 30 {
+			lines = lines[len(lines)-30:]
+		}
+		t.Logf("---- last lines of %s\n%s", l, strings.Join(lines, "\n"))
+	}
+}
+
+// kb runs kubeboot on the host and fails the test on error.
+func kb(t *testing.T, h *nethost.Host, args ...string) string {
+	t.Helper()
+	out, err := nethost.Run(h.Kubeboot(args...))
+	if err != nil {
+		t.Fatalf("kubeboot %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// kubectl runs the embedded kubectl with the host's admin.conf.
+func kubectl(t *testing.T, h *nethost.Host, args ...string) string {
+	t.Helper()
+	out, err := kubectlErr(h, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func kubectlErr(h *nethost.Host, args ...string) (string, error) {
+	full := append([]string{"kubectl", "--kubeconfig", filepath.Join(h.Root, "etc/kubernetes/admin.conf")}, args...)
+	return nethost.Run(h.Command(h.Binary, full...))
+}
+
+// eventually retries f every interval until it succeeds or timeout passes.
+func eventually(t *testing.T, timeout, interval time.Duration, what string, f func() error) time.Duration {
+	t.Helper()
+	start := time.Now()
+	var err error
+	for time.Since(start) < timeout {
+		if err = f(); err == nil {
+			return time.Since(start)
+		}
+		time.Sleep(interval)
+	}
+	t.Fatalf("%s: not within %s: %v", what, timeout, err)
+	return 0
+}

@@ -1,0 +1,291 @@
+// Package nethost gives tests and benchmarks their own hosts on one
+// machine: each host is a network namespace with its own address (an eth0
+// whose veth peer stays in the namespace, a default route through it, so
+// nothing leaves), a mount namespace held by one long-lived process with
+// its own /sys and resolv.conf, and its own kubeboot root prefix.
+// Everything a host creates is removed by Close, also after a failure.
+package nethost
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Host is one test host.
+type Host struct {
+	Name string // network namespace name
+	IP   string // eth0's address, without the prefix length
+	Root string // kubeboot's root prefix for this host
+	// Binary is the kubeboot binary the host runs.
+	Binary string
+
+	holder *exec.Cmd
+	dir    string // scratch dir for the holder's mounts and resolv.conf
+}
+
+// reaper tracks the children this process starts itself, so that Reap
+// collects only orphans (daemons, shims) reparented to us.
+var reaper struct {
+	sync.Mutex
+	own map[int]bool
+}
+
+// BecomeSubreaper makes orphaned descendants (the node daemon once `init`
+// exits, container shims) children of this process, so that Reap can
+// collect them: this machine's PID 1 does not.
+func BecomeSubreaper() error {
+	const prSetChildSubreaper = 36
+	_, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// Start starts cmd and records it as our own child.
+func Start(cmd *exec.Cmd) error {
+	reaper.Lock()
+	defer reaper.Unlock()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if reaper.own == nil {
+		reaper.own = map[int]bool{}
+	}
+	reaper.own[cmd.Process.Pid] = true
+	return nil
+}
+
+func forget(pid int) {
+	reaper.Lock()
+	delete(reaper.own, pid)
+	reaper.Unlock()
+}
+
+// Reap collects exited orphans that were reparented to this process.
+func Reap() {
+	reaper.Lock()
+	defer reaper.Unlock()
+	me := os.Getpid()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || reaper.own[pid] {
+			continue
+		}
+		ppid, state, ok := procStat(pid)
+		if !ok || ppid != me || state != "Z" {
+			continue
+		}
+		var ws syscall.WaitStatus
+		syscall.Wait4(pid, &ws, syscall.WNOHANG, nil) //nolint:errcheck
+	}
+}
+
+func procStat(pid int) (ppid int, state string, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, "", false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, "", false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0, "", false
+	}
+	ppid, _ = strconv.Atoi(f[1])
+	return ppid, f[0], true
+}
+
+func run(name string, args ...string) error {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// New creates a host named name with address ip/24, its root prefix
+// under dir. On error, whatever was created is removed.
+func New(name, ip, dir, binary string) (h *Host, err error) {
+	h = &Host{Name: name, IP: ip, Root: filepath.Join(dir, "root"), Binary: binary, dir: dir}
+	defer func() {
+		if err != nil {
+			h.Close()
+			h = nil
+		}
+	}()
+	if err = os.MkdirAll(h.Root, 0o755); err != nil {
+		return h, err
+	}
+	veth := "kb" + strconv.FormatInt(time.Now().UnixNano()%1e8, 36)
+	steps := [][]string{
+		{"ip", "netns", "add", name},
+		{"ip", "link", "add", veth + "a", "type", "veth", "peer", "name", veth + "b"},
+		{"ip", "link", "set", veth + "a", "netns", name},
+		{"ip", "link", "set", veth + "b", "netns", name},
+		{"ip", "-n", name, "link", "set", veth + "a", "name", "eth0"},
+		{"ip", "-n", name, "addr", "add", ip + "/24", "dev", "eth0"},
+		{"ip", "-n", name, "link", "set", "eth0", "up"},
+		{"ip", "-n", name, "link", "set", veth + "b", "up"},
+		{"ip", "-n", name, "link", "set", "lo", "up"},
+		{"ip", "-n", name, "route", "add", "default", "dev", "eth0"},
+	}
+	for _, s := range steps {
+		if err = run(s[0], s[1:]...); err != nil {
+			return h, err
+		}
+	}
+	resolv := filepath.Join(dir, "resolv.conf")
+	if err = os.WriteFile(resolv, []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
+		return h, err
+	}
+	cg := filepath.Join(dir, "cgroup")
+	if err = os.MkdirAll(cg, 0o755); err != nil {
+		return h, err
+	}
+	// The holder owns the host's mount namespace: a fresh sysfs (so /sys
+	// shows this namespace's links), the cgroup tree moved back under it,
+	// and a resolv.conf that resolves nothing outside.
+	script := fmt.Sprintf(`set -e
+mount --rbind /sys/fs/cgroup %[1]s
+mount -t sysfs sysfs /sys
+mount --move %[1]s /sys/fs/cgroup
+mount --bind %[2]s /etc/resolv.conf
+echo ready
+exec sleep infinity`, cg, resolv)
+	h.holder = exec.Command("nsenter", "--net=/run/netns/"+name, "unshare", "--mount", "--propagation", "slave", "sh", "-c", script)
+	var out bytes.Buffer
+	h.holder.Stdout, h.holder.Stderr = &out, &out
+	if err = Start(h.holder); err != nil {
+		return h, err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "ready") {
+		if time.Now().After(deadline) {
+			return h, fmt.Errorf("host %s: holder did not start: %s", name, out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Wait for the exec into sleep, so that the holder's pid is the one
+	// whose namespaces we enter.
+	time.Sleep(20 * time.Millisecond)
+	return h, nil
+}
+
+// Command returns a command that runs inside the host (its network and
+// mount namespaces).
+func (h *Host) Command(name string, args ...string) *exec.Cmd {
+	full := append([]string{"-t", strconv.Itoa(h.holder.Process.Pid), "-m", "-n", "--", name}, args...)
+	return exec.Command("nsenter", full...)
+}
+
+// Kubeboot returns a command running kubeboot with the host's root.
+func (h *Host) Kubeboot(args ...string) *exec.Cmd {
+	return h.Command(h.Binary, append([]string{"--root", h.Root}, args...)...)
+}
+
+// Run runs a command to completion and returns its combined output.
+func Run(cmd *exec.Cmd) (string, error) {
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := Start(cmd); err != nil {
+		return "", err
+	}
+	err := cmd.Wait()
+	forget(cmd.Process.Pid)
+	return out.String(), err
+}
+
+// Processes lists the pids of live processes whose command line mentions
+// the host's root prefix: every kubeboot process of this host does.
+func (h *Host) Processes() []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if _, state, ok := procStat(pid); !ok || state == "Z" {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err == nil && bytes.Contains(b, []byte(h.Root)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Close stops every process of the host, removes its namespace and its
+// directory. It is safe to call more than once.
+func (h *Host) Close() error {
+	for _, pid := range h.Processes() {
+		syscall.Kill(pid, syscall.SIGKILL) //nolint:errcheck
+	}
+	if h.holder != nil && h.holder.Process != nil {
+		h.holder.Process.Kill() //nolint:errcheck
+		h.holder.Wait()         //nolint:errcheck
+		forget(h.holder.Process.Pid)
+		h.holder = nil
+	}
+	time.Sleep(50 * time.Millisecond)
+	Reap()
+	_ = run("ip", "netns", "del", h.Name)
+	return os.RemoveAll(h.dir)
+}
+
+// InNetns runs f on a thread that is in the host's network namespace, so
+// that sockets f creates belong to the host (they stay there afterwards).
+func (h *Host) InNetns(f func() error) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	self, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		return err
+	}
+	defer self.Close()
+	target, err := os.Open("/run/netns/" + h.Name)
+	if err != nil {
+		return err
+	}
+	defer target.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		return err
+	}
+	ferr := f()
+	if err := unix.Setns(int(self.Fd()), unix.CLONE_NEWNET); err != nil {
+		// The thread is stuck in the wrong namespace: let it die with the
+		// goroutine rather than serve anyone else.
+		runtime.Goexit()
+	}
+	return ferr
+}
+
+// DialContext dials from inside the host, for HTTP clients in tests.
+func (h *Host) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	var c net.Conn
+	err := h.InNetns(func() error {
+		var err error
+		c, err = (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, addr)
+		return err
+	})
+	return c, err
+}
