@@ -289,3 +289,19 @@ func (h *Host) DialContext(ctx context.Context, network, addr string) (net.Conn,
 	})
 	return c, err
 }
+
+// HolderPID is the pid of the process that holds the host's namespaces.
+func (h *Host) HolderPID() int { return h.holder.Process.Pid }
+
+// Attach returns a host made earlier (by another process) from its parts.
+func Attach(name, ip, dir, binary string, holderPID int) (*Host, error) {
+	p, err := os.FindProcess(holderPID)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Signal(syscall.Signal(0)); err != nil {
+		return nil, fmt.Errorf("the holder of host %s (pid %d) is gone: %w", name, holderPID, err)
+	}
+	return &Host{Name: name, IP: ip, Root: filepath.Join(dir, "root"), Binary: binary, dir: dir,
+		holder: &exec.Cmd{Process: p}}, nil
+}

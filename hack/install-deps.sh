@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs what kubeboot's node and tests need from Debian's packages:
+# the container runtime (containerd, runc), the tools kube-proxy and the
+# kubelet call (iptables, conntrack, ...), and what the tests use
+# (iproute2 for network namespaces, util-linux for nsenter/unshare, openssl).
+set -euo pipefail
+pkgs=(containerd runc iptables conntrack socat ethtool iproute2 util-linux openssl make git)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	echo "installing: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+command -v go >/dev/null || { echo "Go is required (see go.mod for the version)" >&2; exit 1; }
