@@ -28,8 +28,10 @@ VERSION_LDFLAGS = \
 	-X github.com/kubeboot/kubeboot/pkg/version.GitCommit=$(COMMIT)
 
 .PHONY: build test test-short clean
+# Static (CGO_ENABLED=0): the same binary runs on the host and as the only
+# file of the images kubeboot builds, where there is no dynamic loader.
 build:
-	go build -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(OUT)/kubeboot ./cmd/kubeboot
+	CGO_ENABLED=0 go build -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(OUT)/kubeboot ./cmd/kubeboot
 
 test-short:
 	go test -short ./...

@@ -171,7 +171,10 @@ func yesNo(b bool) string {
 
 func newRenewCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	o := &clusterOptions{}
-	names := append(append([]string{"all"}, nonCANames()...), "admin.conf", "super-admin.conf", "controller-manager.conf", "scheduler.conf")
+	names := append([]string{"all"}, nonCANames()...)
+	for _, k := range renewableKubeconfigs(nil) {
+		names = append(names, k.FileName)
+	}
 	cmd := &cobra.Command{
 		Use:   "renew <" + strings.Join(names, "|") + ">",
 		Short: "Renew certificates for a Kubernetes cluster",

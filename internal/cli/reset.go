@@ -7,6 +7,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -15,11 +16,13 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/node"
 )
 
 // nodeStatePaths are the node paths kubeboot creates, besides the etcd
 // data dir (read from the etcd spec) and the certificates dir.
-var nodeStatePaths = []string{"/etc/kubernetes", "/var/lib/kubeboot", daemon.LogDir, daemon.RunDir}
+var nodeStatePaths = []string{"/etc/kubernetes", "/var/lib/kubeboot", daemon.LogDir, daemon.RunDir,
+	node.KubeletDir, node.KubeProxyDir, node.CNIConfDir, node.CNIDataDir}
 
 func newResetCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	var force, dryRun bool
@@ -53,10 +56,35 @@ component specs, etcd data, logs and pid files. Running it again is a no-op.`,
 			}
 			if dryRun {
 				if pid := daemon.Running(fs); pid != 0 {
-					fmt.Fprintf(s.Out, "[dryrun] Would stop the kubeboot daemon (pid %d) and its components\n", pid)
+					fmt.Fprintf(s.Out, "[dryrun] Would stop every container, the kubeboot daemon (pid %d) and its components\n", pid)
 				}
-			} else if err := stopDaemon(cmd.Context(), g, s); err != nil {
-				return err
+			} else {
+				// The kubelet first, or it restarts the containers we kill;
+				// then the containers, while containerd still runs: they are
+				// not the daemon's children and would outlive it.
+				if err := daemon.StopComponent(cmd.Context(), fs, component.Kubelet, time.Minute); err != nil {
+					return err
+				}
+				if err := cleanup.KillContainers(cmd.Context(), fs.Path(node.ContainerdSocket), s.Out); err != nil {
+					fmt.Fprintf(s.Err, "[reset] %v\n", err)
+				}
+				if err := stopDaemon(cmd.Context(), g, s); err != nil {
+					return err
+				}
+				cleanup.KillProcesses(fs.Path(node.ContainerdState), s.Out)
+				cleanup.KillCgroup("kubepods", s.Out)
+				// Only under kubeboot's own directories: with --root / an
+				// unmount under the root would take the host's mounts.
+				for _, dir := range []string{node.KubeletDir, node.ContainerdState, node.ContainerdRoot, daemon.RunDir} {
+					if err := cleanup.Unmount(fs.Path(dir), s.Out); err != nil {
+						return err
+					}
+				}
+				cleanup.DeleteLink(node.BridgeName, s.Out)
+				if err := cleanup.FlushChains([]string{"KUBE-", "CNI-"}, s.Out); err != nil {
+					fmt.Fprintf(s.Err, "[reset] %v\n", err)
+				}
+				cleanup.RemoveCgroups("kubepods", s.Out)
 			}
 			removed, err := cleanup.Remove(fs, paths, s.Out)
 			if err != nil {

@@ -69,6 +69,8 @@ with every component embedded in this one binary and nothing to download.
 		newResetCommand(g, s),
 		newDaemonCommand(g, s),
 		newStatusCommand(g, s),
+		newNetAgentCommand(g, s),
+		newImagesCommand(g, s),
 		newVersionCommand(s),
 	)
 	return cmd

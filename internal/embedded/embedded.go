@@ -11,6 +11,7 @@ import (
 	"context"
 	"os"
 
+	"github.com/coredns/coredns/coremain"
 	"go.etcd.io/etcd/server/v3/etcdmain"
 	"k8s.io/component-base/cli"
 	"k8s.io/component-base/logs"
@@ -26,6 +27,23 @@ import (
 	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 
 	_ "k8s.io/client-go/plugin/pkg/client/auth" // kubectl's client auth plugins
+
+	// The CoreDNS plugins a cluster needs, as the issue lists them; each
+	// registers itself with CoreDNS when imported.
+	_ "github.com/coredns/coredns/plugin/cache"
+	_ "github.com/coredns/coredns/plugin/errors"
+	_ "github.com/coredns/coredns/plugin/forward"
+	_ "github.com/coredns/coredns/plugin/health"
+	_ "github.com/coredns/coredns/plugin/kubernetes"
+	_ "github.com/coredns/coredns/plugin/loadbalance"
+	_ "github.com/coredns/coredns/plugin/log"
+	_ "github.com/coredns/coredns/plugin/loop"
+	_ "github.com/coredns/coredns/plugin/metrics"
+	_ "github.com/coredns/coredns/plugin/ready"
+	_ "github.com/coredns/coredns/plugin/reload"
+
+	// Programs that run before the rest of the binary initialises.
+	"github.com/kubeboot/kubeboot/internal/early"
 )
 
 // Main runs a component with its arguments (without the program name) and
@@ -34,7 +52,14 @@ type Main func(args []string) int
 
 // Components maps each embedded component's name to its entry point.
 func Components() map[string]Main {
-	return map[string]Main{
+	m := map[string]Main{
+		"coredns": func(args []string) int {
+			// CoreDNS reads the process's own flags; its directive order is
+			// upstream's, of which only the imported plugins are registered.
+			os.Args = append([]string{"coredns"}, args...)
+			coremain.Run()
+			return 0
+		},
 		"etcd": func(args []string) int {
 			os.Args = append([]string{"etcd"}, args...)
 			etcdmain.Main(os.Args)
@@ -77,4 +102,10 @@ func Components() map[string]Main {
 			return 0
 		},
 	}
+	for name, run := range early.Programs() {
+		// Normally dispatched by package early before main; listed here so
+		// that the help text names them.
+		m[name] = run
+	}
+	return m
 }

@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"path"
@@ -27,6 +28,9 @@ type Spec struct {
 	// Name is the component's name; the node daemon runs the kubeboot
 	// binary with it as argv[0].
 	Name string `json:"name"`
+	// Exec, when set, is the executable to run instead of the kubeboot
+	// binary (containerd comes from the distribution).
+	Exec string `json:"exec,omitempty"`
 	// Args are the flags, in order. Paths in them are host paths.
 	Args []string `json:"args"`
 	// After lists components that must be ready before this one starts.
@@ -43,17 +47,34 @@ type Dir struct {
 	Mode os.FileMode `json:"mode"`
 }
 
-// Probe is an HTTP(S) readiness check.
+// Probe is a readiness check: an HTTP(S) GET answering 200, or a unix
+// socket accepting a connection.
 type Probe struct {
-	URL string `json:"url"`
+	URL    string `json:"url,omitempty"`
+	Socket string `json:"socket,omitempty"`
 	// CAFile verifies the server; without it an https probe accepts any
 	// certificate (controller-manager and scheduler serve self-signed ones,
 	// and kubeadm's probes skip verification for them too).
 	CAFile string `json:"caFile,omitempty"`
 }
 
+// String names what the probe checks.
+func (p Probe) String() string {
+	if p.Socket != "" {
+		return "unix://" + p.Socket
+	}
+	return p.URL
+}
+
 // Check performs the probe once.
 func (p Probe) Check(ctx context.Context) error {
+	if p.Socket != "" {
+		c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "unix", p.Socket)
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	}
 	client, err := p.client()
 	if err != nil {
 		return err

@@ -13,8 +13,17 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/version"
 )
 
-// DefaultCRISocket is where kubeboot expects the container runtime.
-const DefaultCRISocket = "unix:///var/run/containerd/containerd.sock"
+// ManagedCRISocket is the CRI socket of the containerd kubeboot runs
+// itself (a node path, under the root prefix); it is the default. Any
+// other socket (--cri-socket) is a runtime the operator runs.
+const ManagedCRISocket = "unix:///run/kubeboot/containerd/containerd.sock"
+
+// DefaultCRISocket is the socket written into default files.
+const DefaultCRISocket = ManagedCRISocket
+
+// DefaultPodSubnet is the pod network when none is given: kubeboot
+// brings its own pod networking, which needs one.
+const DefaultPodSubnet = "10.244.0.0/16"
 
 // Host is what dynamic defaults need to know about the machine. Tests fill
 // it in; commands get it from DetectHost.
@@ -59,6 +68,9 @@ func (c *Config) DefaultInit(h Host) error {
 	}
 	kubeadmv1.SetObjectDefaults_InitConfiguration(c.Init)
 	kubeadmv1.SetObjectDefaults_ClusterConfiguration(c.Cluster)
+	if c.Cluster.Networking.PodSubnet == "" {
+		c.Cluster.Networking.PodSubnet = DefaultPodSubnet
+	}
 	if c.Init.NodeRegistration.Name == "" {
 		c.Init.NodeRegistration.Name = h.Hostname
 	}

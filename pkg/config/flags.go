@@ -56,7 +56,7 @@ func (f *InitFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.AdvertiseAddress, FlagAdvertiseAddress, "", "The IP address the API server advertises it is listening on (default: the address of the default-route interface)")
 	fs.Int32Var(&f.BindPort, FlagBindPort, 6443, "Port for the API server to bind to")
 	fs.StringVar(&f.ControlPlaneEndpoint, FlagControlPlaneEndpoint, "", "A stable IP address or DNS name (with optional port) for the control plane; every kubeconfig kubeboot writes uses it")
-	fs.StringVar(&f.PodNetworkCIDR, FlagPodNetworkCIDR, "", "The range of IP addresses for the pod network; node pod CIDRs are allocated from it")
+	fs.StringVar(&f.PodNetworkCIDR, FlagPodNetworkCIDR, DefaultPodSubnet, "The range of IP addresses for the pod network; node pod CIDRs are allocated from it")
 	fs.StringVar(&f.ServiceCIDR, FlagServiceCIDR, "10.96.0.0/12", "The range of IP addresses for service VIPs")
 	fs.StringVar(&f.ServiceDNSDomain, FlagServiceDNSDomain, "cluster.local", "The DNS domain of services")
 	fs.StringVar(&f.NodeName, FlagNodeName, "", "The node's name (default: the hostname)")
@@ -65,7 +65,7 @@ func (f *InitFlags) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.CertSANs, FlagCertSANs, nil, "Extra Subject Alternative Names (IPs or DNS names) for the API server certificate")
 	fs.StringVar(&f.Token, FlagToken, "", "The bootstrap token, of the form [a-z0-9]{6}.[a-z0-9]{16} (default: generated)")
 	fs.DurationVar(&f.TokenTTL, FlagTokenTTL, 24*time.Hour, "How long the bootstrap token is valid; 0 means it never expires")
-	fs.StringVar(&f.CRISocket, FlagCRISocket, "", "The CRI socket to connect to (default: the containerd kubeboot runs)")
+	fs.StringVar(&f.CRISocket, FlagCRISocket, "", "The CRI socket of a container runtime you run; by default kubeboot runs containerd itself")
 	fs.StringVar(&f.CertificateKey, FlagCertificateKey, "", "The key that encrypts the control-plane certificates in the kubeadm-certs Secret (64 hex characters)")
 }
 
@@ -76,7 +76,7 @@ var allowedWithConfig = map[string]bool{
 	FlagNodeName: true, "kubeconfig-dir": true, "upload-certs": true, "print-manifest": true,
 	"allow-missing-template-keys": true, "output": true, "show-managed-fields": true,
 	"print-join-command": true, "rootfs": true, "v": true, "log-file": true, "yes": true,
-	"root": true, FlagCertificateKey: true, "force": true, "dns-upstream": true,
+	"root": true, FlagCertificateKey: true, "force": true, "dns-upstream": true, "single-node": true,
 }
 
 // CheckMixedFlags refuses configuration flags next to --config, as kubeadm

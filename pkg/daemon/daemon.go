@@ -249,3 +249,39 @@ func Stop(ctx context.Context, fs fsys.FS, timeout time.Duration, progress func(
 
 // SpecPath is the node path of one component's spec.
 func SpecPath(name string) string { return path.Join(component.SpecDir, name+".json") }
+
+// StopComponent makes the running daemon stop one component: its spec is
+// removed and the daemon told to re-read the spec directory. It waits
+// until the daemon's status no longer shows the component running.
+func StopComponent(ctx context.Context, fs fsys.FS, name string, timeout time.Duration) error {
+	if err := os.Remove(fs.Path(SpecPath(name))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	pid := Running(fs)
+	if pid == 0 {
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		r, err := ReadStatus(fs)
+		if err == nil {
+			running := false
+			for _, c := range r.Components {
+				if c.Name == name && c.PID != 0 {
+					running = true
+				}
+			}
+			if !running && r.Updated.After(time.Now().Add(-time.Minute)) {
+				return nil
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("the kubeboot daemon did not stop %s within %s", name, timeout)
+}

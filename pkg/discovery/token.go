@@ -204,6 +204,7 @@ func NodeBootstrapRBAC(ctx context.Context, c kubernetes.Interface, out func(str
 		{"kubeadm:kubelet-bootstrap", "system:node-bootstrapper", rbacv1.GroupKind, DefaultTokenGroup, "Configured RBAC rules to allow Node Bootstrap tokens to post CSRs in order for nodes to get long term certificate credentials"},
 		{"kubeadm:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", rbacv1.GroupKind, DefaultTokenGroup, "Configured RBAC rules to allow the csrapprover controller automatically approve CSRs from a Node Bootstrap Token"},
 		{"kubeadm:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", rbacv1.GroupKind, "system:nodes", "Configured RBAC rules to allow certificate rotation for all node client certificates in the cluster"},
+		{"kubeadm:apiserver-kubelet-client", "system:kubelet-api-admin", rbacv1.UserKind, "kube-apiserver-kubelet-client", "Configured RBAC rules to allow the API server to reach the kubelets (logs, exec, port-forward)"},
 	}
 	for _, b := range bindings {
 		crb := &rbacv1.ClusterRoleBinding{

@@ -58,6 +58,11 @@ func List(c *config.Config) []Spec {
 			Short: "Generate a kubeconfig file for the controller manager to use"},
 		{Name: "scheduler", FileName: "scheduler.conf", ClientName: "system:kube-scheduler", Renewable: true,
 			Short: "Generate a kubeconfig file for the scheduler to use"},
+		// kube-proxy runs on the host under the node daemon rather than as a
+		// DaemonSet, so it gets a kubeconfig of its own (its identity is
+		// bound to system:node-proxier by the default RBAC policy).
+		{Name: "kube-proxy", FileName: "kube-proxy.conf", ClientName: "system:kube-proxy", Renewable: true,
+			Short: "Generate a kubeconfig file for kube-proxy (and kubeboot's network agent) to use"},
 	}
 }
 

@@ -73,6 +73,7 @@ func TestKubeconfigIdentities(t *testing.T) {
 		"kubelet.conf":            {"system:node:node-a", []string{"system:nodes"}},
 		"controller-manager.conf": {"system:kube-controller-manager", nil},
 		"scheduler.conf":          {"system:kube-scheduler", nil},
+		"kube-proxy.conf":         {"system:kube-proxy", nil},
 	}
 	for file, w := range want {
 		t.Run(file, func(t *testing.T) {

@@ -10,7 +10,10 @@ import (
 	netutils "k8s.io/utils/net"
 	"k8s.io/utils/ptr"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
 
 // KubeletConfiguration is the cluster-wide kubelet configuration kubeboot
@@ -73,4 +76,15 @@ func ClusterDNSIP(serviceSubnet string) string {
 		return ""
 	}
 	return ip.String()
+}
+
+// LocalKubeletConfiguration is the kubelet's /var/lib/kubelet/config.yaml
+// on this node: the cluster-wide configuration with its paths under the
+// root prefix and the node's CRI endpoint.
+func LocalKubeletConfiguration(c *config.Config, fs fsys.FS, criEndpoint string) ([]byte, error) {
+	k := KubeletConfiguration(c)
+	k.Authentication.X509.ClientCAFile = fs.Path(k.Authentication.X509.ClientCAFile)
+	k.StaticPodPath = fs.Path(k.StaticPodPath)
+	k.ContainerRuntimeEndpoint = criEndpoint
+	return yaml.Marshal(k)
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -119,6 +120,26 @@ func FileContent(file, want, fix string) Check {
 		}
 		if got := strings.TrimSpace(string(b)); got != want {
 			return nil, fmt.Errorf("%s contents are not set to %s (found %s): %s", file, want, got, fix)
+		}
+		return nil, nil
+	}}
+}
+
+// FileExisting requires a file to exist.
+func FileExisting(file, fix string) Check {
+	return Check{Name: "FileExisting-" + strings.ReplaceAll(file, "/", "-"), Run: func() ([]string, error) {
+		if _, err := os.Stat(file); err != nil {
+			return nil, fmt.Errorf("%s does not exist: %s", file, fix)
+		}
+		return nil, nil
+	}}
+}
+
+// InPath requires an executable in PATH.
+func InPath(name, fix string) Check {
+	return Check{Name: "FileExisting-" + name, Run: func() ([]string, error) {
+		if _, err := exec.LookPath(name); err != nil {
+			return nil, fmt.Errorf("%s not found in PATH: %s", name, fix)
 		}
 		return nil, nil
 	}}

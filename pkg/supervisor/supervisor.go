@@ -114,14 +114,18 @@ func (s *Supervisor) Apply(specs []component.Spec) {
 		want[sp.Name] = sp
 	}
 	var stop []*proc
+	var kept []string
 	for i := len(s.order) - 1; i >= 0; i-- {
 		name := s.order[i]
 		p := s.procs[name]
 		if sp, ok := want[name]; !ok || !reflect.DeepEqual(sp, p.spec) {
 			stop = append(stop, p)
 			delete(s.procs, name)
+			continue
 		}
+		kept = append([]string{name}, kept...)
 	}
+	s.order = kept
 	s.mu.Unlock()
 	for _, p := range stop {
 		s.opts.Logf("stopping %s (removed or changed)", p.spec.Name)
@@ -151,7 +155,9 @@ func (s *Supervisor) Statuses() []Status {
 	defer s.mu.Unlock()
 	out := make([]Status, 0, len(s.order))
 	for _, n := range s.order {
-		out = append(out, s.procs[n].get())
+		if p, ok := s.procs[n]; ok {
+			out = append(out, p.get())
+		}
 	}
 	return out
 }
@@ -263,8 +269,12 @@ func (s *Supervisor) runOnce(ctx context.Context, p *proc) string {
 			return fmt.Sprintf("chmod %s: %v", d.Path, err)
 		}
 	}
+	exe := s.opts.Exe
+	if p.spec.Exec != "" {
+		exe = p.spec.Exec
+	}
 	cmd := &exec.Cmd{
-		Path: s.opts.Exe,
+		Path: exe,
 		Args: append([]string{p.spec.Name}, p.spec.Args...),
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid: true,
@@ -324,7 +334,7 @@ func exitString(err error) string {
 func (s *Supervisor) probe(ctx context.Context, p *proc) {
 	interval := 50 * time.Millisecond
 	for {
-		ready := p.spec.Probe.URL == "" || p.spec.Probe.Check(ctx) == nil
+		ready := (p.spec.Probe.URL == "" && p.spec.Probe.Socket == "") || p.spec.Probe.Check(ctx) == nil
 		if ctx.Err() != nil {
 			return
 		}

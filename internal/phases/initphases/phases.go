@@ -45,11 +45,17 @@ type Data struct {
 	// DNSUpstream is where CoreDNS forwards names outside the cluster;
 	// empty for nowhere.
 	DNSUpstream string
+	// SingleNode leaves the control-plane taint off, so that the one node
+	// runs workloads.
+	SingleNode bool
 
 	// StartedDaemon is set when this run started the node daemon, so that
 	// an interrupted init stops what it started.
 	StartedDaemon bool
 	client        kubernetes.Interface
+	// imported receives the result of the image import kubelet-start
+	// starts; the add-ons wait for it before creating pods.
+	imported chan error
 }
 
 // NewData wires the domain objects of one init run.
@@ -127,8 +133,6 @@ func (d *Data) withClient(ctx context.Context, what string, f func(context.Conte
 
 type phase = workflow.Phase[*Data]
 
-const pendingNode = "needs the kubelet, the container runtime and the node images, which this build does not run yet"
-
 // Phases returns the init tree. Its shape does not depend on the
 // configuration; phases a configuration does not need (the etcd
 // certificates with external etcd) are skipped at run time.
@@ -151,7 +155,7 @@ func Phases() []phase {
 				{Name: "controller-manager", Short: "Start the Kubernetes Controller Manager", Run: controlPlane(component.Renderer.ControllerManager)},
 				{Name: "scheduler", Short: "Start the Kubernetes Scheduler", Run: controlPlane(component.Renderer.Scheduler)},
 			}},
-		{Name: "kubelet-start", Short: "Write kubelet settings and (re)start the kubelet", Pending: pendingNode},
+		{Name: "kubelet-start", Short: "Write kubelet settings and (re)start the kubelet", Run: runKubeletStart},
 		{Name: "wait-control-plane", Short: "Wait for the control plane to start", Run: runWaitControlPlane},
 		{Name: "upload-config", Short: "Upload the kubeadm and kubelet configuration to a ConfigMap", Phases: []phase{
 			{Name: "kubeadm", Short: "Upload the kubeadm ClusterConfiguration to a ConfigMap", Run: func(ctx context.Context, d *Data) error {
@@ -168,14 +172,14 @@ func Phases() []phase {
 			}},
 		}},
 		{Name: "upload-certs", Short: "Upload certificates to kubeadm-certs", RunIf: func(d *Data) bool { return d.UploadCerts }, Run: runUploadCerts},
-		{Name: "mark-control-plane", Short: "Mark a node as a control-plane", Pending: pendingNode},
+		{Name: "mark-control-plane", Short: "Mark a node as a control-plane", Run: runMarkControlPlane},
 		{Name: "bootstrap-token", Short: "Generates bootstrap tokens used to join a node to a cluster", Run: runBootstrapToken},
 		{Name: "kubelet-finalize", Short: "Updates settings relevant to the kubelet after TLS bootstrap", Phases: []phase{
-			{Name: "enable-client-cert-rotation", Short: "Enable kubelet client certificate rotation", Pending: pendingNode},
+			{Name: "enable-client-cert-rotation", Short: "Enable kubelet client certificate rotation", Run: runEnableClientCertRotation},
 		}},
 		{Name: "addon", Short: "Install required addons for passing conformance tests", Phases: []phase{
 			{Name: "coredns", Short: "Install the CoreDNS addon to a Kubernetes cluster", RunIf: func(d *Data) bool { return !d.Cfg.Cluster.DNS.Disabled }, Run: runCoreDNS},
-			{Name: "kube-proxy", Short: "Install the kube-proxy addon to a Kubernetes cluster", Pending: pendingNode},
+			{Name: "kube-proxy", Short: "Install the kube-proxy addon to a Kubernetes cluster", RunIf: func(d *Data) bool { return !d.Cfg.Cluster.Proxy.Disabled }, Run: runKubeProxy},
 		}},
 		{Name: "show-join-command", Short: "Show the join command for control-plane and worker node", Run: runShowJoinCommand},
 	}
@@ -192,7 +196,7 @@ func runPreflight(_ context.Context, d *Data) error {
 	for _, p := range ports {
 		checks = append(checks, preflight.Port(p))
 	}
-	for _, name := range []string{component.APIServer, component.ControllerManager, component.Scheduler, component.Etcd} {
+	for _, name := range []string{component.APIServer, component.ControllerManager, component.Scheduler, component.Etcd, component.Kubelet, component.Containerd} {
 		checks = append(checks, preflight.FileAvailable(d.FS, daemon.SpecPath(name)))
 	}
 	if c.Cluster.Etcd.Local != nil {
@@ -204,6 +208,7 @@ func runPreflight(_ context.Context, d *Data) error {
 		}
 		return nil, nil
 	}})
+	checks = append(checks, d.nodeChecks()...)
 	ignore := append(append([]string(nil), d.IgnorePreflightErrors...), c.Init.NodeRegistration.IgnorePreflightErrors...)
 	return preflight.Run(checks, ignore, d.Out)
 }
@@ -278,12 +283,12 @@ func (d *Data) writeSpec(spec component.Spec, prefix string) error {
 // wait waits for a component's probe, with a progress line every 5 s.
 func (d *Data) wait(ctx context.Context, prefix string, spec component.Spec) error {
 	if d.FS.DryRun() {
-		d.logf("[dryrun] Would wait for %s at %s", spec.Name, spec.Probe.URL)
+		d.logf("[dryrun] Would wait for %s at %s", spec.Name, spec.Probe)
 		return nil
 	}
 	timeout := d.Cfg.Init.Timeouts.ControlPlaneComponentHealthCheck.Duration
 	err := spec.Probe.WaitReady(ctx, timeout, func(waited time.Duration) {
-		d.logf("[%s] Still waiting for %s at %s (%s so far)", prefix, spec.Name, spec.Probe.URL, waited.Round(time.Second))
+		d.logf("[%s] Still waiting for %s at %s (%s so far)", prefix, spec.Name, spec.Probe, waited.Round(time.Second))
 	})
 	if err != nil {
 		return fmt.Errorf("%s is not healthy: %w; its log is %s", spec.Name, err, d.FS.Path(path.Join(daemon.LogDir, spec.Name+".log")))
@@ -309,6 +314,9 @@ func controlPlane(render func(component.Renderer) component.Spec) func(context.C
 func runWaitControlPlane(ctx context.Context, d *Data) error {
 	r := d.renderer()
 	d.logf("[control-plane-check] Waiting for healthy control plane components. This can take up to %s", d.Cfg.Init.Timeouts.ControlPlaneComponentHealthCheck.Duration)
+	if err := d.waitKubelet(ctx); err != nil {
+		return err
+	}
 	for _, spec := range []component.Spec{r.APIServer(), r.ControllerManager(), r.Scheduler()} {
 		if err := d.wait(ctx, "control-plane-check", spec); err != nil {
 			return err
@@ -368,6 +376,9 @@ func runBootstrapToken(ctx context.Context, d *Data) error {
 }
 
 func runCoreDNS(ctx context.Context, d *Data) error {
+	if err := d.waitImages(ctx); err != nil {
+		return err
+	}
 	o := addons.DNSOptions{
 		Domain:    d.Cfg.Cluster.Networking.DNSDomain,
 		ServiceIP: node.ClusterDNSIP(d.Cfg.Cluster.Networking.ServiceSubnet),

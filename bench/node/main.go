@@ -1,0 +1,268 @@
+// Command node measures a single-node cluster from `kubeboot init
+// --single-node` on a fresh root, in a network-namespace host: time from
+// init's start to node Ready and to CoreDNS Ready (median of -runs), pod
+// startup of -pods test-server pods (p50/p99 from creation to Running),
+// and the idle footprint -idle after init as the sum of PSS of every
+// process of the node (kubeboot's, containerd's, the shims, the pods).
+//
+//	go run ./bench/node   (as root, after `make build`)
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/kubeboot/kubeboot/bench/internal/benchutil"
+	"github.com/kubeboot/kubeboot/pkg/images"
+	"github.com/kubeboot/kubeboot/test/nethost"
+)
+
+func main() {
+	runs := flag.Int("runs", 3, "init runs, each on a fresh root")
+	pods := flag.Int("pods", 50, "test-server pods to start in the last run")
+	idle := flag.Duration("idle", 60*time.Second, "wait after init before measuring the footprint (last run)")
+	flag.Parse()
+	if err := run(*runs, *pods, *idle); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type sample struct{ readyz, nodeReady, dnsReady, exit time.Duration }
+
+func run(runs, pods int, idle time.Duration) error {
+	bin, err := benchutil.Binary()
+	if err != nil {
+		return err
+	}
+	if err := nethost.BecomeSubreaper(); err != nil {
+		return err
+	}
+	var samples []sample
+	for i := 0; i < runs; i++ {
+		dir, err := os.MkdirTemp("", "kubeboot-bench-")
+		if err != nil {
+			return err
+		}
+		h, err := nethost.New(fmt.Sprintf("kbbench-n%d", i), "10.205.0.2", dir, bin)
+		if err != nil {
+			return err
+		}
+		s, c, err := once(h)
+		if err == nil && i == runs-1 {
+			err = footprint(h, idle)
+			if err == nil && pods > 0 {
+				err = podStartup(c, pods)
+			}
+		}
+		if out, rerr := nethost.Run(h.Kubeboot("reset", "--force")); rerr != nil && err == nil {
+			err = fmt.Errorf("reset: %v\n%s", rerr, out)
+		}
+		h.Close()
+		if err != nil {
+			return err
+		}
+		samples = append(samples, s)
+		fmt.Printf("run %d: /readyz %s, node Ready %s, CoreDNS Ready %s, init exit %s\n", i+1, s.readyz, s.nodeReady.Round(time.Millisecond), s.dnsReady.Round(time.Millisecond), s.exit.Round(time.Millisecond))
+	}
+	pick := func(f func(sample) time.Duration) time.Duration {
+		var ds []time.Duration
+		for _, s := range samples {
+			ds = append(ds, f(s))
+		}
+		return benchutil.Median(ds).Round(time.Millisecond)
+	}
+	fmt.Printf("\nkubeboot init --single-node, median of %d fresh roots (from init's start):\n", len(samples))
+	fmt.Printf("  kube-apiserver /readyz   %s\n", pick(func(s sample) time.Duration { return s.readyz }))
+	fmt.Printf("  node Ready               %s\n", pick(func(s sample) time.Duration { return s.nodeReady }))
+	fmt.Printf("  CoreDNS Ready            %s\n", pick(func(s sample) time.Duration { return s.dnsReady }))
+	fmt.Printf("  init exit                %s\n", pick(func(s sample) time.Duration { return s.exit }))
+	return nil
+}
+
+func client(h *nethost.Host) (kubernetes.Interface, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(h.Root, "etc/kubernetes/admin.conf"))
+	if err != nil {
+		return nil, err
+	}
+	rc.Dial = h.DialContext
+	rc.QPS, rc.Burst = 200, 400
+	return kubernetes.NewForConfig(rc)
+}
+
+func once(h *nethost.Host) (sample, kubernetes.Interface, error) {
+	var s sample
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := h.Kubeboot("init", "--node-name", "bench", "--single-node", "--dns-upstream", "")
+	start := time.Now()
+	done := make(chan struct{})
+	var out string
+	var initErr error
+	go func() {
+		out, initErr = nethost.Run(cmd)
+		s.exit = time.Since(start)
+		close(done)
+	}()
+	// Wait for admin.conf, then watch from outside init.
+	for {
+		if _, err := os.Stat(filepath.Join(h.Root, "etc/kubernetes/admin.conf")); err == nil {
+			break
+		}
+		select {
+		case <-done:
+			return s, nil, fmt.Errorf("init: %v\n%s", initErr, out)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	c, err := client(h)
+	if err != nil {
+		return s, nil, err
+	}
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for s.nodeReady == 0 || s.dnsReady == 0 {
+		select {
+		case <-ctx.Done():
+			return s, nil, fmt.Errorf("node or CoreDNS not Ready within 5 minutes")
+		case <-tick.C:
+		}
+		if s.nodeReady == 0 {
+			if n, err := c.CoreV1().Nodes().Get(ctx, "bench", metav1.GetOptions{}); err == nil {
+				for _, cond := range n.Status.Conditions {
+					if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+						s.nodeReady = time.Since(start)
+					}
+				}
+			}
+		}
+		if s.dnsReady == 0 {
+			if d, err := c.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{}); err == nil && d.Spec.Replicas != nil && d.Status.ReadyReplicas == *d.Spec.Replicas {
+				s.dnsReady = time.Since(start)
+			}
+		}
+	}
+	<-done
+	if initErr != nil {
+		return s, nil, fmt.Errorf("init: %v\n%s", initErr, out)
+	}
+	s.readyz, _ = benchutil.After(out, "kube-apiserver is healthy after")
+	return s, c, nil
+}
+
+// nodeProcesses are the host's kubeboot processes, the containerd shims
+// and every process in the kubelet's pod cgroups.
+func nodeProcesses(h *nethost.Host) []int {
+	pids := h.Processes()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if err == nil && strings.Contains(string(b), "/kubepods") {
+			pids = append(pids, pid)
+		}
+	}
+	sort.Ints(pids)
+	out := pids[:0]
+	for i, p := range pids {
+		if i == 0 || p != pids[i-1] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func footprint(h *nethost.Host, idle time.Duration) error {
+	fmt.Printf("waiting %s for the node to idle...\n", idle)
+	time.Sleep(idle)
+	procs, total := benchutil.PSS(nodeProcesses(h))
+	fmt.Printf("\nidle footprint %s after init (sum of PSS of every process of the node):\n", idle)
+	for _, p := range procs {
+		fmt.Printf("  %-40s pid %-7d %7.1f MiB\n", p.Name, p.PID, float64(p.KiB)/1024)
+	}
+	fmt.Printf("  %-40s %19.1f MiB\n", "total", float64(total)/1024)
+	return nil
+}
+
+// podStartup creates a Deployment of n test-server pods and measures, per
+// pod, the time from its creation (seen by a watch) to Running.
+func podStartup(c kubernetes.Interface, n int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	w, err := c.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: "app=bench"})
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	labels := map[string]string{"app": "bench"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(n)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "web", Image: images.TestServer, ImagePullPolicy: corev1.PullIfNotPresent, Args: []string{"--port", "8080"},
+				}}},
+			},
+		},
+	}
+	start := time.Now()
+	if _, err := c.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	var mu sync.Mutex
+	created, running := map[string]time.Time{}, map[string]time.Time{}
+	for len(running) < n {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d of %d pods Running within 5 minutes", len(running), n)
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return fmt.Errorf("watch closed")
+			}
+			p, isPod := ev.Object.(*corev1.Pod)
+			if !isPod || ev.Type == watch.Deleted {
+				continue
+			}
+			now := time.Now()
+			mu.Lock()
+			if _, ok := created[p.Name]; !ok {
+				created[p.Name] = now
+			}
+			if _, ok := running[p.Name]; !ok && p.Status.Phase == corev1.PodRunning {
+				running[p.Name] = now
+			}
+			mu.Unlock()
+		}
+	}
+	all := time.Since(start)
+	var lat []time.Duration
+	for name, t := range running {
+		lat = append(lat, t.Sub(created[name]))
+	}
+	fmt.Printf("\n%d test-server pods: all Running %s after the Deployment was created; per pod, creation to Running: p50 %s, p99 %s, max %s\n",
+		n, all.Round(time.Millisecond), benchutil.Percentile(lat, 50).Round(time.Millisecond),
+		benchutil.Percentile(lat, 99).Round(time.Millisecond), benchutil.Percentile(lat, 100).Round(time.Millisecond))
+	return nil
+}

@@ -1,0 +1,124 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/images"
+	"github.com/kubeboot/kubeboot/pkg/node"
+)
+
+// criSocketPath turns a CRI socket flag into a host path; the default is
+// the containerd kubeboot runs under the root prefix.
+func criSocketPath(fs fsys.FS, flag string) string {
+	if flag == "" || flag == config.ManagedCRISocket {
+		return fs.Path(node.ContainerdSocket)
+	}
+	return strings.TrimPrefix(flag, "unix://")
+}
+
+func newImagesCommand(g *GlobalFlags, s Streams) *cobra.Command {
+	var criSocket string
+	cmd := &cobra.Command{
+		Use:   "images",
+		Short: "List, build, import and export the images a node runs, without any registry",
+		Long: `kubeboot never pulls an image. Its own images (pause, CoreDNS, the test
+server) are built from the kubeboot binary itself and imported into the
+node's containerd by init. An air-gapped site carries its own images the
+same way: "images export" writes an archive, "images import" loads one
+(docker-archive tarballs as "docker save" writes them, or OCI layouts).`,
+		Args: cobra.NoArgs,
+	}
+	cmd.PersistentFlags().StringVar(&criSocket, config.FlagCRISocket, "", "containerd socket (default: the containerd kubeboot runs under --root)")
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List the images kubeboot builds from its binary",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			for _, img := range images.All() {
+				fmt.Fprintf(s.Out, "%s\t%s\n", img.Name, strings.Join(img.Entrypoint, " "))
+			}
+			return nil
+		},
+	})
+	var output string
+	build := &cobra.Command{
+		Use:   "build",
+		Short: "Write kubeboot's images as an OCI layout archive",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if output == "" {
+				return fmt.Errorf("--output is required")
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			tmp := output + ".tmp"
+			f, err := os.Create(tmp)
+			if err != nil {
+				return err
+			}
+			if err := images.WriteArchive(f, exe, images.All()); err != nil {
+				f.Close()
+				os.Remove(tmp)
+				return err
+			}
+			if err := f.Close(); err != nil {
+				os.Remove(tmp)
+				return err
+			}
+			if err := os.Rename(tmp, output); err != nil {
+				return err
+			}
+			fmt.Fprintf(s.Out, "wrote %s\n", output)
+			return nil
+		},
+	}
+	build.Flags().StringVarP(&output, "output", "o", "", "Archive to write")
+	imp := &cobra.Command{
+		Use:   "import ARCHIVE...",
+		Short: "Import image archives (docker save or OCI layout tarballs) into the node's containerd",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sock := criSocketPath(g.FS(false, nil), criSocket)
+			for _, a := range args {
+				f, err := os.Open(a)
+				if err != nil {
+					return err
+				}
+				err = images.Import(cmd.Context(), sock, f)
+				f.Close()
+				if err != nil {
+					return fmt.Errorf("importing %s: %w", a, err)
+				}
+				fmt.Fprintf(s.Out, "imported %s\n", a)
+			}
+			return nil
+		},
+	}
+	var exportOut string
+	exp := &cobra.Command{
+		Use:   "export IMAGE...",
+		Short: "Export images from the node's containerd into one archive",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if exportOut == "" {
+				return fmt.Errorf("--output is required")
+			}
+			if err := images.Export(cmd.Context(), criSocketPath(g.FS(false, nil), criSocket), exportOut, args); err != nil {
+				return err
+			}
+			fmt.Fprintf(s.Out, "wrote %s\n", exportOut)
+			return nil
+		},
+	}
+	exp.Flags().StringVarP(&exportOut, "output", "o", "", "Archive to write")
+	cmd.AddCommand(build, imp, exp)
+	return cmd
+}

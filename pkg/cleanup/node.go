@@ -1,0 +1,276 @@
+package cleanup
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// KillContainers kills and deletes every container of containerd's k8s.io
+// namespace through ctr, so that no pod process outlives the node. It
+// does nothing when the socket is not there.
+func KillContainers(ctx context.Context, socket string, out io.Writer) error {
+	if _, err := os.Stat(socket); err != nil {
+		return nil
+	}
+	ctr := func(args ...string) (string, error) {
+		cmd := exec.CommandContext(ctx, "ctr", append([]string{"--address", socket, "--namespace", "k8s.io"}, args...)...)
+		b, err := cmd.CombinedOutput()
+		return string(b), err
+	}
+	list, err := ctr("tasks", "list", "--quiet")
+	if err != nil {
+		return fmt.Errorf("listing containers: %v: %s", err, list)
+	}
+	tasks := strings.Fields(list)
+	for _, id := range tasks {
+		ctr("tasks", "kill", "--signal", "SIGKILL", id) //nolint:errcheck
+	}
+	for _, id := range tasks {
+		for i := 0; i < 50; i++ { // a killed task is deletable once it has exited
+			if _, err := ctr("tasks", "delete", id); err == nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	containers, _ := ctr("containers", "list", "--quiet")
+	for _, id := range strings.Fields(containers) {
+		ctr("containers", "delete", id) //nolint:errcheck
+	}
+	if len(tasks) > 0 {
+		fmt.Fprintf(out, "[reset] Stopped %d containers\n", len(tasks))
+	}
+	return nil
+}
+
+// KillProcesses kills every process whose command line mentions marker
+// (the containerd shims of a node name its state dir) and waits for them.
+func KillProcesses(marker string, out io.Writer) {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	self := os.Getpid()
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err == nil && bytes.Contains(b, []byte(marker)) {
+			pids = append(pids, pid)
+		}
+	}
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGKILL) //nolint:errcheck
+		fmt.Fprintf(out, "[reset] Killed leftover process %d\n", pid)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for time.Now().Before(deadline) {
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err != nil || strings.Contains(string(b), ") Z ") {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// Unmount unmounts every mount point under prefix, deepest first.
+func Unmount(prefix string, out io.Writer) error {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var points []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := unescape(fields[4])
+		if mp == prefix || strings.HasPrefix(mp, strings.TrimSuffix(prefix, "/")+"/") {
+			points = append(points, mp)
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	var errs []error
+	n := 0
+	for _, p := range points {
+		if err := syscall.Unmount(p, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) && !errors.Is(err, syscall.ENOENT) {
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", p, err))
+			continue
+		}
+		n++
+	}
+	if n > 0 {
+		fmt.Fprintf(out, "[reset] Unmounted %d mounts under %s\n", n, prefix)
+	}
+	return errors.Join(errs...)
+}
+
+// unescape decodes the octal escapes of /proc/self/mountinfo.
+func unescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// DeleteLink removes a network link (the CNI bridge) if it exists.
+func DeleteLink(name string, out io.Writer) {
+	if _, err := os.Stat(filepath.Join("/sys/class/net", name)); err != nil {
+		return
+	}
+	if b, err := exec.Command("ip", "link", "delete", name).CombinedOutput(); err != nil {
+		fmt.Fprintf(out, "[reset] Could not delete link %s: %v: %s\n", name, err, b)
+		return
+	}
+	fmt.Fprintf(out, "[reset] Deleted network link %s\n", name)
+}
+
+// FlushChains removes the iptables chains whose names start with one of
+// prefixes (kube-proxy's KUBE-, the CNI plugins' CNI-), and every rule that
+// jumps to them, from every table, for IPv4 and IPv6. Other rules stay.
+func FlushChains(prefixes []string, out io.Writer) error {
+	var errs []error
+	for _, bin := range []string{"iptables", "ip6tables"} {
+		save, err := exec.Command(bin + "-save").Output()
+		if err != nil {
+			continue // no such tool, or no table support
+		}
+		filtered, removed := filterRules(string(save), prefixes)
+		if removed == 0 {
+			continue
+		}
+		cmd := exec.Command(bin + "-restore")
+		cmd.Stdin = strings.NewReader(filtered)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("%s-restore: %v: %s", bin, err, b))
+			continue
+		}
+		fmt.Fprintf(out, "[reset] Removed %d %s chains and rules of kube-proxy and the CNI plugins\n", removed, bin)
+	}
+	return errors.Join(errs...)
+}
+
+func filterRules(save string, prefixes []string) (string, int) {
+	ours := func(chain string) bool {
+		for _, p := range prefixes {
+			if strings.HasPrefix(chain, p) {
+				return true
+			}
+		}
+		return false
+	}
+	var b strings.Builder
+	removed := 0
+	for _, line := range strings.Split(save, "\n") {
+		f := strings.Fields(line)
+		drop := false
+		switch {
+		case len(f) > 0 && strings.HasPrefix(f[0], ":") && ours(f[0][1:]):
+			drop = true
+		case len(f) > 1 && f[0] == "-A":
+			if ours(f[1]) {
+				drop = true
+			}
+			for i := 2; i+1 < len(f); i++ {
+				if (f[i] == "-j" || f[i] == "-g") && ours(f[i+1]) {
+					drop = true
+				}
+			}
+		}
+		if drop {
+			removed++
+			continue
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.String(), removed
+}
+
+// RemoveCgroups removes the (empty) cgroup directories the kubelet made,
+// named name at the root of every cgroup v1 hierarchy, deepest first.
+func RemoveCgroups(name string, out io.Writer) {
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*")
+	n := 0
+	for _, r := range roots {
+		top := filepath.Join(r, name)
+		if _, err := os.Stat(top); err != nil {
+			continue
+		}
+		var dirs []string
+		filepath.Walk(top, func(p string, info os.FileInfo, err error) error { //nolint:errcheck
+			if err == nil && info.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
+		for _, d := range dirs {
+			if os.Remove(d) == nil {
+				n++
+			}
+		}
+	}
+	if n > 0 {
+		fmt.Fprintf(out, "[reset] Removed %d %s cgroups\n", n, name)
+	}
+}
+
+// KillCgroup kills every process in the cgroup named name (and below it)
+// of the pids hierarchy: the pods' processes, when containerd can no
+// longer be asked to stop them.
+func KillCgroup(name string, out io.Writer) {
+	top := filepath.Join("/sys/fs/cgroup/pids", name)
+	killed := 0
+	for round := 0; round < 20; round++ {
+		found := 0
+		filepath.Walk(top, func(p string, info os.FileInfo, err error) error { //nolint:errcheck
+			if err != nil || info.IsDir() || info.Name() != "cgroup.procs" {
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					syscall.Kill(pid, syscall.SIGKILL) //nolint:errcheck
+					found++
+				}
+			}
+			return nil
+		})
+		if found == 0 {
+			break
+		}
+		killed += found
+		time.Sleep(50 * time.Millisecond)
+	}
+	if killed > 0 {
+		fmt.Fprintf(out, "[reset] Killed %d pod processes left in the %s cgroup\n", killed, name)
+	}
+}

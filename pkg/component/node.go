@@ -1,0 +1,103 @@
+package component
+
+import (
+	"path"
+	"strings"
+
+	"github.com/kubeboot/kubeboot/pkg/node"
+)
+
+// Names of the node components.
+const (
+	Containerd = "containerd"
+	Kubelet    = "kubelet"
+	KubeProxy  = "kube-proxy"
+	NetAgent   = "netagent"
+)
+
+// KubeletPort and friends are the node components' ports.
+const (
+	KubeletPort        = 10250
+	KubeletHealthzPort = 10248
+	KubeProxyHealthz   = 10256
+)
+
+// CRISocket returns the CRI endpoint as a host path URL.
+func (r Renderer) CRISocket() string {
+	s := r.Cfg.Init.NodeRegistration.CRISocket
+	if s == node.ManagedCRISocket {
+		return "unix://" + r.FS.Path(node.ContainerdSocket)
+	}
+	return s
+}
+
+// ManagedContainerd reports whether kubeboot runs containerd itself.
+func (r Renderer) ManagedContainerd() bool {
+	return r.Cfg.Init.NodeRegistration.CRISocket == node.ManagedCRISocket
+}
+
+// ContainerdSpec renders containerd, run with kubeboot's configuration.
+func (r Renderer) ContainerdSpec(exe string) Spec {
+	return Spec{
+		Name:  Containerd,
+		Exec:  exe,
+		Args:  []string{"--config", r.FS.Path(node.ContainerdConfig)},
+		Probe: Probe{Socket: r.FS.Path(node.ContainerdSocket)},
+		Dirs:  []Dir{{Path: r.FS.Path(node.ContainerdRoot), Mode: 0o711}, {Path: r.FS.Path(node.ContainerdState), Mode: 0o711}},
+	}
+}
+
+// KubeletSpec renders the kubelet with kubeadm's flags, every path under
+// the root prefix.
+func (r Renderer) KubeletSpec() Spec {
+	c := r.Cfg
+	a := &Args{}
+	a.Set("config", r.FS.Path(node.KubeletConfig))
+	a.Set("kubeconfig", r.kubeconfig("kubelet.conf"))
+	a.Set("root-dir", r.FS.Path(node.KubeletDir))
+	a.Set("cert-dir", r.FS.Path(path.Join(node.KubeletDir, "pki")))
+	a.Set("hostname-override", c.Init.NodeRegistration.Name)
+	a.Set("node-ip", r.advertise())
+	for _, e := range c.Init.NodeRegistration.KubeletExtraArgs {
+		a.Set(e.Name, e.Value)
+	}
+	var after []string
+	if r.ManagedContainerd() {
+		after = []string{Containerd}
+	}
+	return Spec{
+		Name:  Kubelet,
+		Args:  a.List(),
+		After: after,
+		Probe: Probe{URL: "http://127.0.0.1:10248/healthz"},
+		Dirs:  []Dir{{Path: r.FS.Path(node.KubeletDir), Mode: 0o700}},
+	}
+}
+
+// KubeProxySpec renders kube-proxy, run on the host.
+func (r Renderer) KubeProxySpec() Spec {
+	return Spec{
+		Name:  KubeProxy,
+		Args:  []string{"--config=" + r.FS.Path(node.KubeProxyConfig)},
+		Probe: Probe{URL: "http://127.0.0.1:10256/healthz"},
+	}
+}
+
+// NetAgentSpec renders kubeboot's network agent: it writes the node's CNI
+// configuration once the controller-manager has given the node a pod CIDR,
+// and routes the other nodes' pod CIDRs to them.
+func (r Renderer) NetAgentSpec() Spec {
+	root := strings.TrimSuffix(r.FS.Path("/"), "/")
+	if root == "" {
+		root = "/"
+	}
+	// On a control-plane node it starts with the API server ready, rather
+	// than failing against RBAC that is still being bootstrapped and then
+	// backing off.
+	return Spec{
+		After: []string{APIServer},
+		Name:  NetAgent,
+		Args: []string{"--root", root, "netagent", "--node-name", r.Cfg.Init.NodeRegistration.Name,
+			"--kubeconfig", r.FS.Path(node.KubeProxyConf)},
+	}
+}

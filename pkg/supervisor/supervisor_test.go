@@ -1,0 +1,97 @@
+package supervisor
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kubeboot/kubeboot/pkg/component"
+)
+
+func waitFor(t *testing.T, what string, f func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !f() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func statusOf(s *Supervisor, name string) (Status, bool) {
+	for _, st := range s.Statuses() {
+		if st.Name == name {
+			return st, true
+		}
+	}
+	return Status{}, false
+}
+
+func TestStartRestartStop(t *testing.T) {
+	dir := t.TempDir()
+	var s *Supervisor
+	// OnChange reads the statuses, as the daemon does, while Apply stops
+	// and starts components.
+	s = New(Options{LogDir: dir, StopTimeout: 2 * time.Second, OnChange: func() { s.Statuses() }})
+	a := component.Spec{Name: "a", Exec: "/bin/sleep", Args: []string{"30"}}
+	b := component.Spec{Name: "b", Exec: "/bin/sleep", Args: []string{"30"}, After: []string{"a"}}
+	s.Apply([]component.Spec{a, b})
+	waitFor(t, "both running", func() bool {
+		sa, _ := statusOf(s, "a")
+		sb, _ := statusOf(s, "b")
+		return sa.Ready && sb.Ready
+	})
+	old, _ := statusOf(s, "a")
+	if err := syscall.Kill(old.PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "a restarted", func() bool {
+		st, _ := statusOf(s, "a")
+		return st.Ready && st.PID != old.PID && st.Restarts == 1
+	})
+	if st, _ := statusOf(s, "a"); !strings.Contains(st.LastExit, "killed") {
+		t.Errorf("last exit %q does not say it was killed", st.LastExit)
+	}
+	// Removing b stops it and leaves a running.
+	sb, _ := statusOf(s, "b")
+	s.Apply([]component.Spec{a})
+	if _, ok := statusOf(s, "b"); ok {
+		t.Error("b still listed after removal")
+	}
+	if syscall.Kill(sb.PID, 0) == nil {
+		t.Error("b's process still runs after removal")
+	}
+	sa, _ := statusOf(s, "a")
+	s.Stop()
+	if syscall.Kill(sa.PID, 0) == nil {
+		t.Error("a's process still runs after Stop")
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "a.log")); !strings.Contains(string(b), "starting a") {
+		t.Errorf("log of a: %q", b)
+	}
+}
+
+func TestLogFileIsBounded(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.log")
+	l := &LogFile{Path: p, Max: 1000}
+	line := []byte(strings.Repeat("x", 99) + "\n")
+	for i := 0; i < 100; i++ {
+		if _, err := l.Write(line); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	for _, f := range []string{p, p + ".1"} {
+		st, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Size() > 1000 {
+			t.Errorf("%s is %d bytes, bound is 1000", f, st.Size())
+		}
+	}
+}

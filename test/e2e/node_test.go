@@ -1,0 +1,295 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kubeboot/kubeboot/pkg/images"
+	"github.com/kubeboot/kubeboot/test/nethost"
+)
+
+const testApp = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: %[1]s
+        imagePullPolicy: IfNotPresent
+        args: ["--port", "8080"]
+        ports: [{containerPort: 8080}]
+        readinessProbe:
+          httpGet: {path: /readyz, port: 8080}
+          periodSeconds: 1
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web-nodeport, namespace: default}
+spec:
+  type: NodePort
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080, nodePort: 30080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: default}
+spec:
+  containers:
+  - name: client
+    image: %[1]s
+    imagePullPolicy: IfNotPresent
+    args: ["--port", "9090"]
+`
+
+// podProcesses lists the pids of processes in the kubelet's pod cgroups:
+// containers, whose command lines do not name the root prefix.
+func podProcesses() []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err != nil || strings.Contains(string(st), ") Z ") {
+			continue // gone, or a zombie waiting to be reaped
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if err == nil && strings.Contains(string(b), "/kubepods") {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func TestSingleNode(t *testing.T) {
+	requireE2E(t)
+	if n := len(podProcesses()); n != 0 {
+		t.Fatalf("%d pod processes run on this machine already; this test needs it free of other kubelets", n)
+	}
+	h := newHost(t, "kbe2e-node", "10.204.0.2")
+	t.Cleanup(func() {
+		// Pods are not children of anything the host tracks: kill them too.
+		for _, pid := range podProcesses() {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+
+	t.Run("preflight without containerd", func(t *testing.T) {
+		cmd := h.Kubeboot("init", "--node-name", "n1", "--single-node")
+		cmd.Env = []string{"PATH=/nonexistent"}
+		out, err := nethost.Run(cmd)
+		if err == nil || !strings.Contains(out, "[ERROR FileExisting-containerd]") || !strings.Contains(out, "apt-get install containerd") {
+			t.Fatalf("init without containerd: %v\n%s", err, out)
+		}
+		if files := listAll(h.Root); len(files) != 0 {
+			t.Fatalf("a failed preflight wrote %v", files)
+		}
+	})
+
+	t.Run("init", func(t *testing.T) {
+		start := time.Now()
+		out := kb(t, h, "init", "--node-name", "n1", "--single-node", "--dns-upstream", "")
+		t.Logf("init took %s", time.Since(start).Round(time.Millisecond))
+		for _, l := range strings.Split(out, "\n") {
+			if strings.Contains(l, "healthy after") || strings.HasPrefix(l, "[images]") {
+				t.Log(l)
+			}
+		}
+		took := eventually(t, 60*time.Second, 200*time.Millisecond, "node Ready", func() error {
+			out, err := kubectlErr(h, "get", "node", "n1", "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}")
+			if err != nil || out != "True" {
+				return fmt.Errorf("Ready=%q %v", out, err)
+			}
+			return nil
+		})
+		t.Logf("node Ready %s after init returned", took.Round(time.Millisecond))
+		took = eventually(t, 90*time.Second, 200*time.Millisecond, "CoreDNS Ready", func() error {
+			out, err := kubectlErr(h, "-n", "kube-system", "get", "deployment", "coredns", "-o", "jsonpath={.status.readyReplicas}")
+			if err != nil || out != "2" {
+				return fmt.Errorf("ready replicas %q %v", out, err)
+			}
+			return nil
+		})
+		t.Logf("CoreDNS Ready %s after node Ready", took.Round(time.Millisecond))
+		out = kubectl(t, h, "get", "pods", "-n", "kube-system", "-o", "jsonpath={range .items[*]}{.metadata.name}={.status.phase} {end}")
+		for _, p := range strings.Fields(out) {
+			if !strings.HasSuffix(p, "=Running") {
+				t.Errorf("kube-system pod not Running: %s", p)
+			}
+		}
+	})
+
+	t.Run("workloads, services and DNS", func(t *testing.T) {
+		f := filepath.Join(h.Root, "app.yaml")
+		os.WriteFile(f, []byte(fmt.Sprintf(testApp, images.TestServer)), 0o644)
+		kubectl(t, h, "apply", "-f", f)
+		os.Remove(f)
+		kubectl(t, h, "rollout", "status", "deployment/web", "--timeout=90s")
+		kubectl(t, h, "wait", "--for=condition=Ready", "pod/client", "--timeout=90s")
+		clusterIP := kubectl(t, h, "get", "service", "web", "-o", "jsonpath={.spec.clusterIP}")
+		get := func(url string) (string, error) {
+			return kubectlErr(h, "exec", "client", "--", "/kubeboot", "test-server", "--get", url)
+		}
+		for _, url := range []string{"http://" + clusterIP + "/", "http://web.default.svc.cluster.local/"} {
+			seen := map[string]bool{}
+			eventually(t, 30*time.Second, 200*time.Millisecond, "HTTP "+url, func() error {
+				out, err := get(url)
+				if err != nil {
+					return fmt.Errorf("%v: %s", err, out)
+				}
+				var r struct{ Hostname string }
+				if err := json.Unmarshal([]byte(out), &r); err != nil || !strings.HasPrefix(r.Hostname, "web-") {
+					return fmt.Errorf("unexpected answer %q", out)
+				}
+				seen[r.Hostname] = true
+				return nil
+			})
+			t.Logf("%s answered from %v", url, keys(seen))
+		}
+		// NodePort, from the host itself.
+		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: h.DialContext}}
+		eventually(t, 30*time.Second, 200*time.Millisecond, "NodePort from the host", func() error {
+			resp, err := c.Get("http://" + h.IP + ":30080/")
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 || !strings.Contains(string(b), `"hostname":"web-`) {
+				return fmt.Errorf("HTTP %d %s", resp.StatusCode, b)
+			}
+			return nil
+		})
+		pod := strings.Fields(kubectl(t, h, "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].metadata.name}"))[0]
+		if logs := kubectl(t, h, "logs", pod); !strings.Contains(logs, "listening on") {
+			t.Errorf("kubectl logs %s: %q", pod, logs)
+		}
+	})
+
+	podState := func() string {
+		return kubectl(t, h, "get", "pods", "-A", "-o", "jsonpath={range .items[*]}{.metadata.uid}:{.status.containerStatuses[0].containerID}:{.status.containerStatuses[0].restartCount} {end}")
+	}
+	nodeReady := func(what string) {
+		took := eventually(t, 60*time.Second, 200*time.Millisecond, "node Ready after "+what, func() error {
+			out, err := kubectlErr(h, "get", "node", "n1", "-o", "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}")
+			if err != nil || out != "True" {
+				return fmt.Errorf("Ready=%q %v", out, err)
+			}
+			return nil
+		})
+		t.Logf("node Ready %s after %s", took.Round(time.Millisecond), what)
+	}
+
+	t.Run("restart the kubelet, then the daemon", func(t *testing.T) {
+		before := podState()
+		var kubelet int
+		for _, c := range readStatus(t, h).Components {
+			if c.Name == "kubelet" {
+				kubelet = c.PID
+			}
+		}
+		syscall.Kill(kubelet, syscall.SIGTERM)
+		eventually(t, 30*time.Second, 100*time.Millisecond, "kubelet restarted", func() error {
+			for _, c := range readStatus(t, h).Components {
+				if c.Name == "kubelet" && c.PID != kubelet && c.Ready {
+					return nil
+				}
+			}
+			return fmt.Errorf("not yet")
+		})
+		nodeReady("a kubelet restart")
+		kb(t, h, "daemon", "stop")
+		nethost.Reap()
+		kb(t, h, "daemon", "start")
+		eventually(t, 60*time.Second, 200*time.Millisecond, "API after daemon restart", func() error {
+			out, err := kubectlErr(h, "get", "--raw", "/readyz")
+			if err != nil || strings.TrimSpace(out) != "ok" {
+				return fmt.Errorf("%v %s", err, out)
+			}
+			return nil
+		})
+		nodeReady("a daemon restart")
+		if after := podState(); after != before {
+			t.Errorf("pods changed across the restarts:\nbefore %s\nafter  %s", before, after)
+		}
+		out, err := kubectlErr(h, "exec", "client", "--", "/kubeboot", "test-server", "--get", "http://web.default.svc.cluster.local/")
+		if err != nil {
+			t.Errorf("service after the restarts: %v %s", err, out)
+		}
+	})
+
+	t.Run("reset leaves nothing", func(t *testing.T) {
+		pods := podProcesses()
+		if len(pods) == 0 {
+			t.Fatal("no pod processes before reset: the test checks nothing")
+		}
+		out := kb(t, h, "reset", "--force")
+		t.Log(out)
+		time.Sleep(200 * time.Millisecond)
+		nethost.Reap()
+		if procs := h.Processes(); len(procs) != 0 {
+			t.Errorf("node processes left: %v", procs)
+		}
+		if left := podProcesses(); len(left) != 0 {
+			t.Errorf("pod processes left: %v", left)
+		}
+		mounts, _ := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", h.HolderPID()))
+		if strings.Contains(string(mounts), h.Root) {
+			t.Errorf("mounts left under %s:\n%s", h.Root, grepLines(string(mounts), h.Root))
+		}
+		links, _ := nethost.Run(h.Command("ip", "-o", "link"))
+		if strings.Contains(links, "cni0") || strings.Contains(links, "veth") {
+			t.Errorf("links left:\n%s", links)
+		}
+		rules, _ := nethost.Run(h.Command("iptables-save"))
+		if strings.Contains(rules, "KUBE-") || strings.Contains(rules, "CNI-") {
+			t.Errorf("iptables chains left:\n%s", grepLines(rules, "-"))
+		}
+		if files := listAll(h.Root); len(files) != 0 {
+			t.Errorf("left under the root prefix: %v", files)
+		}
+		if _, err := os.Stat("/sys/fs/cgroup/pids/kubepods"); err == nil {
+			t.Errorf("the kubepods cgroup is left")
+		}
+	})
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
