@@ -61,7 +61,9 @@ func up(bin string, extra []string) error {
 	if err := os.WriteFile(filepath.Join(dir, "holder.pid"), []byte(strconv.Itoa(h.HolderPID())), 0o644); err != nil {
 		return err
 	}
-	args := append([]string{"init", "--node-name", "demo", "--dns-upstream", ""}, extra...)
+	// A single-node cluster: the control-plane node runs workloads. CoreDNS
+	// forwards nowhere: nothing here may reach a resolver outside.
+	args := append([]string{"init", "--node-name", "demo", "--single-node", "--dns-upstream", ""}, extra...)
 	cmd := h.Kubeboot(args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	start := time.Now()
@@ -69,6 +71,16 @@ func up(bin string, extra []string) error {
 		return fmt.Errorf("kubeboot init failed (logs in %s; `go run ./hack/demo down` cleans up): %w", filepath.Join(h.Root, "var/log/kubeboot"), err)
 	}
 	fmt.Printf("\n[demo] init took %s\n", time.Since(start).Round(time.Millisecond))
+	kubeconfig := filepath.Join(h.Root, "etc/kubernetes/admin.conf")
+	fmt.Println("[demo] Waiting for the node and CoreDNS to be Ready...")
+	for i := 0; i < 240; i++ {
+		out, err := nethost.Run(h.Command(bin, "kubectl", "--kubeconfig", kubeconfig, "-n", "kube-system", "get", "deployment", "coredns", "-o", "jsonpath={.status.readyReplicas}"))
+		if err == nil && strings.TrimSpace(out) == "2" {
+			fmt.Printf("[demo] CoreDNS Ready %s after init started\n", time.Since(start).Round(time.Millisecond))
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 	enter := fmt.Sprintf("nsenter -t %d -m -n --", h.HolderPID())
 	for _, c := range [][]string{{"--root", h.Root, "status"}, {"kubectl", "--kubeconfig", filepath.Join(h.Root, "etc/kubernetes/admin.conf"), "get", "nodes,pods", "-A", "-o", "wide"}} {
 		out, _ := nethost.Run(h.Command(bin, c...))

@@ -34,16 +34,13 @@ func KillContainers(ctx context.Context, socket string, out io.Writer) error {
 		return fmt.Errorf("listing containers: %v: %s", err, list)
 	}
 	tasks := strings.Fields(list)
+	// One call per task: --force kills the task's process and deletes the
+	// task once it has exited.
 	for _, id := range tasks {
-		ctr("tasks", "kill", "--signal", "SIGKILL", id) //nolint:errcheck
-	}
-	for _, id := range tasks {
-		for i := 0; i < 50; i++ { // a killed task is deletable once it has exited
-			if _, err := ctr("tasks", "delete", id); err == nil {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
+		ctr("tasks", "delete", "--force", id) //nolint:errcheck
 	}
 	containers, _ := ctr("containers", "list", "--quiet")
 	for _, id := range strings.Fields(containers) {

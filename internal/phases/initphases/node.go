@@ -95,7 +95,18 @@ func runKubeletStart(ctx context.Context, d *Data) error {
 	if err := d.writeSpec(r.KubeletSpec(), "kubelet-start"); err != nil {
 		return err
 	}
-	return d.writeSpec(r.NetAgentSpec(), "kubelet-start")
+	if err := d.writeSpec(r.NetAgentSpec(), "kubelet-start"); err != nil {
+		return err
+	}
+	// kube-proxy runs on the host, not as a DaemonSet, so it can start with
+	// the kubelet: Services (the API server's own ClusterIP, which CoreDNS
+	// needs) work as soon as the first pods do, instead of after the
+	// add-on phase at the end of init. The addon/kube-proxy phase confirms
+	// it; proxy.disabled in the ClusterConfiguration turns both off.
+	if d.Cfg.Cluster.Proxy.Disabled {
+		return nil
+	}
+	return d.startKubeProxy("kubelet-start")
 }
 
 func execPath(name string) (string, error) {
@@ -282,8 +293,9 @@ func runEnableClientCertRotation(_ context.Context, d *Data) error {
 	return d.FS.WriteFile(file, b, 0o600)
 }
 
-func runKubeProxy(_ context.Context, d *Data) error {
-	r := d.renderer()
+// startKubeProxy writes kube-proxy's configuration and hands it to the
+// node daemon; doing it again with the same configuration changes nothing.
+func (d *Data) startKubeProxy(prefix string) error {
 	cfg, err := node.KubeProxyConfiguration(d.Cfg, d.FS, d.Cfg.Init.NodeRegistration.Name)
 	if err != nil {
 		return err
@@ -291,7 +303,11 @@ func runKubeProxy(_ context.Context, d *Data) error {
 	if err := d.FS.WriteFile(node.KubeProxyConfig, cfg, 0o644); err != nil {
 		return err
 	}
-	if err := d.writeSpec(r.KubeProxySpec(), "addons"); err != nil {
+	return d.writeSpec(d.renderer().KubeProxySpec(), prefix)
+}
+
+func runKubeProxy(_ context.Context, d *Data) error {
+	if err := d.startKubeProxy("addons"); err != nil {
 		return err
 	}
 	d.logf("[addons] Applied essential addon: kube-proxy (on the host, under the node daemon)")
