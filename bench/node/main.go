@@ -152,9 +152,22 @@ func once(h *nethost.Host) (sample, kubernetes.Interface, error) {
 				}
 			}
 		}
+		// CoreDNS Ready: every CoreDNS pod's Ready condition is true (the
+		// Deployment's readyReplicas follows seconds later, on the
+		// controller-manager's schedule).
 		if s.dnsReady == 0 {
-			if d, err := c.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{}); err == nil && d.Spec.Replicas != nil && d.Status.ReadyReplicas == *d.Spec.Replicas {
-				s.dnsReady = time.Since(start)
+			if pl, err := c.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"}); err == nil && len(pl.Items) == 2 {
+				ready := 0
+				for _, p := range pl.Items {
+					for _, cond := range p.Status.Conditions {
+						if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+							ready++
+						}
+					}
+				}
+				if ready == len(pl.Items) {
+					s.dnsReady = time.Since(start)
+				}
 			}
 		}
 	}

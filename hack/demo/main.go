@@ -74,8 +74,9 @@ func up(bin string, extra []string) error {
 	kubeconfig := filepath.Join(h.Root, "etc/kubernetes/admin.conf")
 	fmt.Println("[demo] Waiting for the node and CoreDNS to be Ready...")
 	for i := 0; i < 240; i++ {
-		out, err := nethost.Run(h.Command(bin, "kubectl", "--kubeconfig", kubeconfig, "-n", "kube-system", "get", "deployment", "coredns", "-o", "jsonpath={.status.readyReplicas}"))
-		if err == nil && strings.TrimSpace(out) == "2" {
+		out, err := nethost.Run(h.Command(bin, "kubectl", "--kubeconfig", kubeconfig, "-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-dns",
+			"-o", `jsonpath={range .items[*]}{.status.conditions[?(@.type=="Ready")].status} {end}`))
+		if f := strings.Fields(out); err == nil && len(f) == 2 && f[0] == "True" && f[1] == "True" {
 			fmt.Printf("[demo] CoreDNS Ready %s after init started\n", time.Since(start).Round(time.Millisecond))
 			break
 		}
