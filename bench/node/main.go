@@ -14,9 +14,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -182,26 +181,9 @@ func once(h *nethost.Host) (sample, kubernetes.Interface, error) {
 // nodeProcesses are the host's kubeboot processes, the containerd shims
 // and every process in the kubelet's pod cgroups.
 func nodeProcesses(h *nethost.Host) []int {
-	pids := h.Processes()
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-		if err == nil && strings.Contains(string(b), "/kubepods") {
-			pids = append(pids, pid)
-		}
-	}
+	pids := append(h.Processes(), nethost.PodProcesses()...)
 	sort.Ints(pids)
-	out := pids[:0]
-	for i, p := range pids {
-		if i == 0 || p != pids[i-1] {
-			out = append(out, p)
-		}
-	}
-	return out
+	return slices.Compact(pids)
 }
 
 func footprint(h *nethost.Host, idle time.Duration) error {

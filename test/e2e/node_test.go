@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -62,26 +61,8 @@ spec:
     args: ["--port", "9090"]
 `
 
-// podProcesses lists the pids of processes in the kubelet's pod cgroups:
-// containers, whose command lines do not name the root prefix.
-func podProcesses() []int {
-	var pids []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err != nil || strings.Contains(string(st), ") Z ") {
-			continue // gone, or a zombie waiting to be reaped
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-		if err == nil && strings.Contains(string(b), "/kubepods") {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
+// podProcesses lists the processes of pods on this machine.
+func podProcesses() []int { return nethost.PodProcesses() }
 
 func TestSingleNode(t *testing.T) {
 	requireE2E(t)

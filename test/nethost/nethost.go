@@ -213,9 +213,9 @@ func Run(cmd *exec.Cmd) (string, error) {
 	return out.String(), err
 }
 
-// Processes lists the pids of live processes whose command line mentions
-// the host's root prefix: every kubeboot process of this host does.
-func (h *Host) Processes() []int {
+// livePIDs lists the live (not zombie) processes for which match, given
+// a pid, is true.
+func livePIDs(match func(pid int) bool) []int {
 	var pids []int
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -226,12 +226,29 @@ func (h *Host) Processes() []int {
 		if _, state, ok := procStat(pid); !ok || state == "Z" {
 			continue
 		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-		if err == nil && bytes.Contains(b, []byte(h.Root)) {
+		if match(pid) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+func procFileContains(pid int, file, sub string) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, file))
+	return err == nil && bytes.Contains(b, []byte(sub))
+}
+
+// Processes lists the pids of live processes whose command line mentions
+// the host's root prefix: every kubeboot process of this host does, and so
+// do the containerd shims.
+func (h *Host) Processes() []int {
+	return livePIDs(func(pid int) bool { return procFileContains(pid, "cmdline", h.Root) })
+}
+
+// PodProcesses lists the live processes in the kubelet's pod cgroups:
+// the containers, whose command lines do not name any root prefix.
+func PodProcesses() []int {
+	return livePIDs(func(pid int) bool { return procFileContains(pid, "cgroup", "/kubepods") })
 }
 
 // Close stops every process of the host, removes its namespace and its
