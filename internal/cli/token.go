@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -97,7 +98,7 @@ generated. With --print-join-command the whole join command is printed.`,
 				return fmt.Errorf("--ttl must not be negative (0 means never expires)")
 			}
 			for _, u := range usages {
-				if !contains(bootstrapapi.KnownTokenUsages, u) {
+				if !slices.Contains(bootstrapapi.KnownTokenUsages, u) {
 					return fmt.Errorf("--usages: unknown usage %q (known: %s)", u, strings.Join(bootstrapapi.KnownTokenUsages, ", "))
 				}
 			}
@@ -198,13 +199,4 @@ func newTokenDeleteCommand(g *GlobalFlags, s Streams, o *tokenOptions) *cobra.Co
 			return nil
 		},
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

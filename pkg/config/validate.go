@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -81,7 +82,7 @@ func (c *Config) ValidateKinds(kinds ...string) error {
 	}
 	// Report in file order where the file gave the documents.
 	for _, ch := range check {
-		if !ch.has || (len(kinds) > 0 && !contains(kinds, ch.kind)) {
+		if !ch.has || (len(kinds) > 0 && !slices.Contains(kinds, ch.kind)) {
 			continue
 		}
 		if errs := ch.errs(); len(errs) > 0 {
@@ -120,7 +121,7 @@ func ValidateCluster(c *kubeadmv1.ClusterConfiguration) field.ErrorList {
 	if c.ClusterName == "" {
 		errs = append(errs, field.Required(field.NewPath("clusterName"), ""))
 	}
-	if !contains(EncryptionAlgorithms, string(c.EncryptionAlgorithm)) {
+	if !slices.Contains(EncryptionAlgorithms, string(c.EncryptionAlgorithm)) {
 		errs = append(errs, field.NotSupported(field.NewPath("encryptionAlgorithm"), c.EncryptionAlgorithm, EncryptionAlgorithms))
 	}
 	if c.CertificateValidityPeriod != nil && c.CertificateValidityPeriod.Duration <= 0 {
@@ -319,7 +320,7 @@ func ValidateInit(c *kubeadmv1.InitConfiguration) field.ErrorList {
 			errs = append(errs, field.Invalid(bp.Child("ttl"), bt.TTL.Duration.String(), "must not be negative (0 means never expires)"))
 		}
 		for j, u := range bt.Usages {
-			if !contains(bootstrapapi.KnownTokenUsages, u) {
+			if !slices.Contains(bootstrapapi.KnownTokenUsages, u) {
 				errs = append(errs, field.NotSupported(bp.Child("usages").Index(j), u, bootstrapapi.KnownTokenUsages))
 			}
 		}
@@ -435,13 +436,4 @@ func ValidateJoin(c *kubeadmv1.JoinConfiguration) field.ErrorList {
 // ValidateReset checks a defaulted ResetConfiguration.
 func ValidateReset(c *kubeadmv1.ResetConfiguration) field.ErrorList {
 	return validateAbsPath(c.CertificatesDir, field.NewPath("certificatesDir"))
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
