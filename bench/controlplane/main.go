@@ -12,7 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/kubeboot/kubeboot/bench/internal/benchutil"
@@ -32,46 +31,24 @@ func main() {
 type sample struct{ pki, etcd, readyz, polled, healthy, exit time.Duration }
 
 func run(runs int, idle time.Duration) error {
-	bin, err := benchutil.Binary()
-	if err != nil {
-		return err
-	}
-	if err := nethost.BecomeSubreaper(); err != nil {
-		return err
-	}
 	var samples []sample
-	for i := 0; i < runs; i++ {
-		dir, err := os.MkdirTemp("", "kubeboot-bench-")
-		if err != nil {
-			return err
-		}
-		h, err := nethost.New(fmt.Sprintf("kbbench-cp%d", i), "10.202.0.2", dir, bin)
-		if err != nil {
-			return err
-		}
+	err := benchutil.FreshHosts(runs, "kbbench-cp", "10.202.0.2", func(h *nethost.Host, last bool) error {
 		s, err := once(h)
-		last := i == runs-1
-		if err == nil && last {
-			err = footprint(h, idle)
-		}
-		if _, rerr := nethost.Run(h.Kubeboot("reset", "--force")); rerr != nil && err == nil {
-			err = fmt.Errorf("reset: %w", rerr)
-		}
-		h.Close()
 		if err != nil {
 			return err
+		}
+		if last {
+			benchutil.Footprint(h.Processes, idle, "the node's processes")
 		}
 		samples = append(samples, s)
 		fmt.Printf("run %d: PKI %s, etcd %s, /readyz %s (polled %s), control plane healthy %s, init exit %s\n",
-			i+1, s.pki, s.etcd, s.readyz, s.polled, s.healthy, s.exit)
+			len(samples), s.pki, s.etcd, s.readyz, s.polled, s.healthy, s.exit)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	pick := func(f func(sample) time.Duration) time.Duration {
-		var ds []time.Duration
-		for _, s := range samples {
-			ds = append(ds, f(s))
-		}
-		return benchutil.Median(ds).Round(time.Millisecond)
-	}
+	pick := func(f func(sample) time.Duration) time.Duration { return benchutil.MedianOf(samples, f) }
 	fmt.Printf("\nkubeboot init, control plane, median of %d fresh roots:\n", len(samples))
 	fmt.Printf("  PKI + kubeconfigs done     %s\n", pick(func(s sample) time.Duration { return s.pki }))
 	fmt.Printf("  etcd ready                 %s\n", pick(func(s sample) time.Duration { return s.etcd }))
@@ -107,16 +84,4 @@ func once(h *nethost.Host) (sample, error) {
 		}
 	}
 	return s, nil
-}
-
-func footprint(h *nethost.Host, idle time.Duration) error {
-	fmt.Printf("waiting %s for the node to idle...\n", idle)
-	time.Sleep(idle)
-	procs, total := benchutil.PSS(h.Processes())
-	fmt.Printf("\nidle footprint %s after init (sum of PSS of the node's processes):\n", idle)
-	for _, p := range procs {
-		fmt.Printf("  %-40s pid %-7d %7.1f MiB\n", strings.TrimSpace(p.Name), p.PID, float64(p.KiB)/1024)
-	}
-	fmt.Printf("  %-40s %19.1f MiB\n", "total", float64(total)/1024)
-	return nil
 }

@@ -46,47 +46,28 @@ func main() {
 type sample struct{ readyz, nodeReady, dnsReady, exit time.Duration }
 
 func run(runs, pods int, idle time.Duration) error {
-	bin, err := benchutil.Binary()
+	var samples []sample
+	err := benchutil.FreshHosts(runs, "kbbench-n", "10.205.0.2", func(h *nethost.Host, last bool) error {
+		s, c, err := once(h)
+		if err != nil {
+			return err
+		}
+		if last {
+			benchutil.Footprint(func() []int { return nodeProcesses(h) }, idle, "every process of the node")
+			if pods > 0 {
+				if err := podStartup(c, pods); err != nil {
+					return err
+				}
+			}
+		}
+		samples = append(samples, s)
+		fmt.Printf("run %d: /readyz %s, node Ready %s, CoreDNS Ready %s, init exit %s\n", len(samples), s.readyz, s.nodeReady.Round(time.Millisecond), s.dnsReady.Round(time.Millisecond), s.exit.Round(time.Millisecond))
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	if err := nethost.BecomeSubreaper(); err != nil {
-		return err
-	}
-	var samples []sample
-	for i := 0; i < runs; i++ {
-		dir, err := os.MkdirTemp("", "kubeboot-bench-")
-		if err != nil {
-			return err
-		}
-		h, err := nethost.New(fmt.Sprintf("kbbench-n%d", i), "10.205.0.2", dir, bin)
-		if err != nil {
-			return err
-		}
-		s, c, err := once(h)
-		if err == nil && i == runs-1 {
-			err = footprint(h, idle)
-			if err == nil && pods > 0 {
-				err = podStartup(c, pods)
-			}
-		}
-		if out, rerr := nethost.Run(h.Kubeboot("reset", "--force")); rerr != nil && err == nil {
-			err = fmt.Errorf("reset: %v\n%s", rerr, out)
-		}
-		h.Close()
-		if err != nil {
-			return err
-		}
-		samples = append(samples, s)
-		fmt.Printf("run %d: /readyz %s, node Ready %s, CoreDNS Ready %s, init exit %s\n", i+1, s.readyz, s.nodeReady.Round(time.Millisecond), s.dnsReady.Round(time.Millisecond), s.exit.Round(time.Millisecond))
-	}
-	pick := func(f func(sample) time.Duration) time.Duration {
-		var ds []time.Duration
-		for _, s := range samples {
-			ds = append(ds, f(s))
-		}
-		return benchutil.Median(ds).Round(time.Millisecond)
-	}
+	pick := func(f func(sample) time.Duration) time.Duration { return benchutil.MedianOf(samples, f) }
 	fmt.Printf("\nkubeboot init --single-node, median of %d fresh roots (from init's start):\n", len(samples))
 	fmt.Printf("  kube-apiserver /readyz   %s\n", pick(func(s sample) time.Duration { return s.readyz }))
 	fmt.Printf("  node Ready               %s\n", pick(func(s sample) time.Duration { return s.nodeReady }))
@@ -184,18 +165,6 @@ func nodeProcesses(h *nethost.Host) []int {
 	pids := append(h.Processes(), nethost.PodProcesses()...)
 	sort.Ints(pids)
 	return slices.Compact(pids)
-}
-
-func footprint(h *nethost.Host, idle time.Duration) error {
-	fmt.Printf("waiting %s for the node to idle...\n", idle)
-	time.Sleep(idle)
-	procs, total := benchutil.PSS(nodeProcesses(h))
-	fmt.Printf("\nidle footprint %s after init (sum of PSS of every process of the node):\n", idle)
-	for _, p := range procs {
-		fmt.Printf("  %-40s pid %-7d %7.1f MiB\n", p.Name, p.PID, float64(p.KiB)/1024)
-	}
-	fmt.Printf("  %-40s %19.1f MiB\n", "total", float64(total)/1024)
-	return nil
 }
 
 // podStartup creates a Deployment of n test-server pods and measures, per

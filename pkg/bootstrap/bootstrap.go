@@ -110,13 +110,17 @@ func NewCertificateKey() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// Encrypt seals data with AES-GCM, the nonce in front, as kubeadm does.
-func Encrypt(data, key []byte) ([]byte, error) {
+func newGCM(key []byte) (cipher.AEAD, error) {
 	block, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, err
 	}
-	gcm, err := cipher.NewGCM(block)
+	return cipher.NewGCM(block)
+}
+
+// Encrypt seals data with AES-GCM, the nonce in front, as kubeadm does.
+func Encrypt(data, key []byte) ([]byte, error) {
+	gcm, err := newGCM(key)
 	if err != nil {
 		return nil, err
 	}
@@ -129,11 +133,7 @@ func Encrypt(data, key []byte) ([]byte, error) {
 
 // Decrypt opens what Encrypt sealed.
 func Decrypt(data, key []byte) ([]byte, error) {
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	gcm, err := cipher.NewGCM(block)
+	gcm, err := newGCM(key)
 	if err != nil {
 		return nil, err
 	}

@@ -145,3 +145,56 @@ func procName(pid int) string {
 	}
 	return name
 }
+
+// FreshHosts runs f once per run, each time on a new network-namespace
+// host with a fresh root prefix, and resets and removes the host after
+// it (also when f fails). last is set on the final run.
+func FreshHosts(runs int, prefix, ip string, f func(h *nethost.Host, last bool) error) error {
+	bin, err := Binary()
+	if err != nil {
+		return err
+	}
+	if err := nethost.BecomeSubreaper(); err != nil {
+		return err
+	}
+	for i := 0; i < runs; i++ {
+		dir, err := os.MkdirTemp("", "kubeboot-bench-")
+		if err != nil {
+			return err
+		}
+		h, err := nethost.New(fmt.Sprintf("%s%d", prefix, i), ip, dir, bin)
+		if err != nil {
+			return err
+		}
+		err = f(h, i == runs-1)
+		if out, rerr := nethost.Run(h.Kubeboot("reset", "--force")); rerr != nil && err == nil {
+			err = fmt.Errorf("reset: %v\n%s", rerr, out)
+		}
+		h.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MedianOf is the median of one figure over samples, to the millisecond.
+func MedianOf[S any](samples []S, f func(S) time.Duration) time.Duration {
+	var ds []time.Duration
+	for _, s := range samples {
+		ds = append(ds, f(s))
+	}
+	return Median(ds).Round(time.Millisecond)
+}
+
+// Footprint waits idle, then prints the PSS of each process and the sum.
+func Footprint(pids func() []int, idle time.Duration, what string) {
+	fmt.Printf("waiting %s for the node to idle...\n", idle)
+	time.Sleep(idle)
+	procs, total := PSS(pids())
+	fmt.Printf("\nidle footprint %s after init (sum of PSS of %s):\n", idle, what)
+	for _, p := range procs {
+		fmt.Printf("  %-40s pid %-7d %7.1f MiB\n", p.Name, p.PID, float64(p.KiB)/1024)
+	}
+	fmt.Printf("  %-40s %19.1f MiB\n", "total", float64(total)/1024)
+}
