@@ -1,6 +1,7 @@
 package component
 
 import (
+	"fmt"
 	"path"
 	"strings"
 
@@ -69,7 +70,7 @@ func (r Renderer) KubeletSpec() Spec {
 		Name:  Kubelet,
 		Args:  a.List(),
 		After: after,
-		Probe: Probe{URL: "http://127.0.0.1:10248/healthz"},
+		Probe: Probe{URL: fmt.Sprintf("http://127.0.0.1:%d/healthz", KubeletHealthzPort)},
 		Dirs:  []Dir{{Path: r.FS.Path(node.KubeletDir), Mode: 0o700}},
 	}
 }
@@ -79,7 +80,7 @@ func (r Renderer) KubeProxySpec() Spec {
 	return Spec{
 		Name:  KubeProxy,
 		Args:  []string{"--config=" + r.FS.Path(node.KubeProxyConfig)},
-		Probe: Probe{URL: "http://127.0.0.1:10256/healthz"},
+		Probe: Probe{URL: fmt.Sprintf("http://127.0.0.1:%d/healthz", KubeProxyHealthz)},
 	}
 }
 

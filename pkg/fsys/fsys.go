@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 )
 
 // FS is the filesystem of one node as kubeboot sees it.
@@ -129,16 +128,6 @@ func (d *DryRun) WriteFile(nodePath string, data []byte, perm fs.FileMode) error
 func (d *DryRun) MkdirAll(nodePath string, perm fs.FileMode) error {
 	fmt.Fprintf(d.Out, "[dryrun] Would create directory %q (mode %04o)\n", d.Path(nodePath), perm)
 	return nil
-}
-
-// Written lists the node paths a dry run would have written, sorted.
-func (d *DryRun) Written() []string {
-	out := make([]string, 0, len(d.written))
-	for p := range d.written {
-		out = append(out, p)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Exists reports whether a node path exists; errors other than "does not

@@ -52,12 +52,3 @@ func Export(ctx context.Context, socket, file string, names []string) error {
 	_, err := ctr(ctx, socket, nil, append([]string{"images", "export", file}, names...)...)
 	return err
 }
-
-// List returns the image references the node's containerd holds.
-func List(ctx context.Context, socket string) ([]string, error) {
-	out, err := ctr(ctx, socket, nil, "images", "list", "--quiet")
-	if err != nil {
-		return nil, err
-	}
-	return strings.Fields(out), nil
-}

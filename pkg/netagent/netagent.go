@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"time"
 
 	"github.com/vishvananda/netlink"
 	corev1 "k8s.io/api/core/v1"
@@ -142,19 +141,4 @@ func deleteRoute(cidr, gw string) error {
 		return err
 	}
 	return netlink.RouteDel(r)
-}
-
-// WaitForFile waits until the CNI configuration exists, for callers that
-// measure or need pod networking.
-func WaitForFile(ctx context.Context, fs fsys.FS, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for !fsys.Exists(fs, node.CNIConfFile) {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s was not written within %s", fs.Path(node.CNIConfFile), timeout)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return nil
 }

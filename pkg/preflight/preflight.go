@@ -110,21 +110,6 @@ func DirAvailable(fs fsys.FS, nodePath string) Check {
 	}}
 }
 
-// FileContent requires a (procfs) file to hold a value.
-func FileContent(file, want, fix string) Check {
-	name := "FileContent-" + strings.ReplaceAll(file, "/", "-")
-	return Check{Name: name, Run: func() ([]string, error) {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return nil, fmt.Errorf("%s cannot be read: %v; %s", file, err, fix)
-		}
-		if got := strings.TrimSpace(string(b)); got != want {
-			return nil, fmt.Errorf("%s contents are not set to %s (found %s): %s", file, want, got, fix)
-		}
-		return nil, nil
-	}}
-}
-
 // FileExisting requires a file to exist.
 func FileExisting(file, fix string) Check {
 	return Check{Name: "FileExisting-" + strings.ReplaceAll(file, "/", "-"), Run: func() ([]string, error) {
