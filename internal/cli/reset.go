@@ -105,7 +105,7 @@ component specs, etcd data, logs and pid files. Running it again is a no-op.`,
 // etcdDataDir reads the local etcd member's data dir from its spec, so
 // that a custom etcd.local.dataDir is removed too.
 func etcdDataDir(fs fsys.FS) string {
-	b, err := fs.ReadFile(daemon.SpecPath(component.Etcd))
+	b, err := fs.ReadFile(component.SpecPath(component.Etcd))
 	if err != nil {
 		return "/var/lib/etcd"
 	}

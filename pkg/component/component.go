@@ -176,6 +176,9 @@ type Store struct {
 // SpecDir is the node path of the specs directory.
 const SpecDir = "/etc/kubernetes/kubeboot/components"
 
+// SpecPath is the node path of one component's spec.
+func SpecPath(name string) string { return path.Join(SpecDir, name+".json") }
+
 // Write saves a spec.
 func (s Store) Write(spec Spec) error {
 	b, err := json.MarshalIndent(spec, "", "  ")
@@ -185,7 +188,7 @@ func (s Store) Write(spec Spec) error {
 	if err := s.FS.MkdirAll(SpecDir, 0o700); err != nil {
 		return err
 	}
-	return s.FS.WriteFile(path.Join(SpecDir, spec.Name+".json"), append(b, '\n'), 0o600)
+	return s.FS.WriteFile(SpecPath(spec.Name), append(b, '\n'), 0o600)
 }
 
 // Load reads every spec, sorted so that each comes after its dependencies.

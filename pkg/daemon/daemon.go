@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -247,14 +246,11 @@ func Stop(ctx context.Context, fs fsys.FS, timeout time.Duration, progress func(
 	return nil
 }
 
-// SpecPath is the node path of one component's spec.
-func SpecPath(name string) string { return path.Join(component.SpecDir, name+".json") }
-
 // StopComponent makes the running daemon stop one component: its spec is
 // removed and the daemon told to re-read the spec directory. It waits
 // until the daemon's status no longer shows the component running.
 func StopComponent(ctx context.Context, fs fsys.FS, name string, timeout time.Duration) error {
-	if err := os.Remove(fs.Path(SpecPath(name))); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(fs.Path(component.SpecPath(name))); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	pid := Running(fs)

@@ -197,7 +197,7 @@ func runPreflight(_ context.Context, d *Data) error {
 		checks = append(checks, preflight.Port(p))
 	}
 	for _, name := range []string{component.APIServer, component.ControllerManager, component.Scheduler, component.Etcd, component.Kubelet, component.Containerd} {
-		checks = append(checks, preflight.FileAvailable(d.FS, daemon.SpecPath(name)))
+		checks = append(checks, preflight.FileAvailable(d.FS, component.SpecPath(name)))
 	}
 	if c.Cluster.Etcd.Local != nil {
 		checks = append(checks, preflight.DirAvailable(d.FS, c.Cluster.Etcd.Local.DataDir))
@@ -261,7 +261,7 @@ func kubeconfigPhase() phase {
 // writeSpec hands a component to the node daemon, starting the daemon if
 // this node has none yet.
 func (d *Data) writeSpec(spec component.Spec, prefix string) error {
-	d.logf("[%s] Writing the component spec for %q to %q", prefix, spec.Name, d.FS.Path(daemon.SpecPath(spec.Name)))
+	d.logf("[%s] Writing the component spec for %q to %q", prefix, spec.Name, d.FS.Path(component.SpecPath(spec.Name)))
 	if err := (component.Store{FS: d.FS}).Write(spec); err != nil {
 		return err
 	}
