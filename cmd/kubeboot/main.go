@@ -7,6 +7,9 @@ import (
 	"os"
 	"path/filepath"
 
+	// First: kubectl's catalogs load only in kubectl (see the package).
+	_ "github.com/kubeboot/kubeboot/internal/kubectli18n"
+
 	"github.com/kubeboot/kubeboot/internal/cli"
 	"github.com/kubeboot/kubeboot/internal/embedded"
 )
