@@ -76,8 +76,11 @@ func run(runs, pods int, idle time.Duration) error {
 	return nil
 }
 
+// client watches with super-admin.conf (group system:masters): admin.conf
+// has no rights until init binds its group, late in wait-control-plane,
+// and watching with it would measure that binding rather than the node.
 func client(h *nethost.Host) (kubernetes.Interface, error) {
-	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(h.Root, "etc/kubernetes/admin.conf"))
+	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(h.Root, "etc/kubernetes/super-admin.conf"))
 	if err != nil {
 		return nil, err
 	}
@@ -100,9 +103,9 @@ func once(h *nethost.Host) (sample, kubernetes.Interface, error) {
 		s.exit = time.Since(start)
 		close(done)
 	}()
-	// Wait for admin.conf, then watch from outside init.
+	// Wait for super-admin.conf, then watch from outside init.
 	for {
-		if _, err := os.Stat(filepath.Join(h.Root, "etc/kubernetes/admin.conf")); err == nil {
+		if _, err := os.Stat(filepath.Join(h.Root, "etc/kubernetes/super-admin.conf")); err == nil {
 			break
 		}
 		select {
@@ -152,6 +155,8 @@ func once(h *nethost.Host) (sample, kubernetes.Interface, error) {
 		}
 	}
 	<-done
+	// Kept with the component logs (KUBEBOOT_BENCH_LOGS).
+	_ = os.WriteFile(filepath.Join(h.Root, "var/log/kubeboot/init.out"), []byte(out), 0o644)
 	if initErr != nil {
 		return s, nil, fmt.Errorf("init: %v\n%s", initErr, out)
 	}

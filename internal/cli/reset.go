@@ -14,6 +14,7 @@ import (
 
 	"github.com/kubeboot/kubeboot/pkg/cleanup"
 	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/node"
@@ -85,6 +86,11 @@ component specs, etcd data, logs and pid files. Running it again is a no-op.`,
 					fmt.Fprintf(s.Err, "[reset] %v\n", err)
 				}
 				cleanup.RemoveCgroups("kubepods", s.Out)
+				if removed, err := cpugroup.Remove(fs.Path("/")); err != nil {
+					fmt.Fprintf(s.Err, "[reset] removing the CPU groups: %v\n", err)
+				} else if removed {
+					fmt.Fprintf(s.Out, "[reset] Removed the CPU groups %s\n", cpugroup.Name(fs.Path("/")))
+				}
 			}
 			removed, err := cleanup.Remove(fs, paths, s.Out)
 			if err != nil {

@@ -31,6 +31,16 @@ const (
 	Scheduler         = "kube-scheduler"
 )
 
+// IsControlPlane tells whether a component is part of the control plane
+// (rather than of the node side).
+func IsControlPlane(name string) bool {
+	switch name {
+	case Etcd, APIServer, ControllerManager, Scheduler:
+		return true
+	}
+	return false
+}
+
 // Renderer turns the configuration into specs. Paths in the
 // configuration are node paths; the specs carry host paths under the
 // root prefix.
@@ -119,7 +129,6 @@ func (r Renderer) APIServer() Spec {
 	a.Set("service-cluster-ip-range", c.Cluster.Networking.ServiceSubnet)
 	a.Set("tls-cert-file", r.pki("apiserver.crt"))
 	a.Set("tls-private-key-file", r.pki("apiserver.key"))
-	var after []string
 	if ext := c.Cluster.Etcd.External; ext != nil {
 		a.Set("etcd-servers", strings.Join(ext.Endpoints, ","))
 		if ext.CAFile != "" {
@@ -132,13 +141,17 @@ func (r Renderer) APIServer() Spec {
 		a.Set("etcd-cafile", r.pki("etcd/ca.crt"))
 		a.Set("etcd-certfile", r.pki("apiserver-etcd-client.crt"))
 		a.Set("etcd-keyfile", r.pki("apiserver-etcd-client.key"))
-		after = []string{Etcd}
 	}
 	applyExtra(a, c.Cluster.APIServer.ExtraArgs)
 	return Spec{
-		Name:  APIServer,
-		Args:  a.List(),
-		After: after,
+		Name: APIServer,
+		Args: a.List(),
+		// Not After etcd: the API server's own start (flags, certificates,
+		// installing every API group) takes about a second before it first
+		// needs etcd, and a new etcd member spends about as long on its
+		// first election. The API server retries its etcd connection, as
+		// it does under kubeadm, where the kubelet starts both static pods
+		// at once.
 		Probe: Probe{URL: "https://" + hostPort("127.0.0.1", port) + "/readyz", CAFile: r.pki("ca.crt")},
 	}
 }
@@ -169,7 +182,7 @@ func (r Renderer) ControllerManager() Spec {
 	// service account per controller it makes about three calls per
 	// controller at start, and at 20/s its start took 5.5 s.
 	a.Set("kube-api-qps", "50")
-	a.Set("kube-api-burst", "100")
+	a.Set("kube-api-burst", "200")
 	if pods := c.Cluster.Networking.PodSubnet; pods != "" {
 		a.Set("allocate-node-cidrs", "true")
 		a.Set("cluster-cidr", pods)

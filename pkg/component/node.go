@@ -75,9 +75,14 @@ func (r Renderer) KubeletSpec() Spec {
 	}
 }
 
-// KubeProxySpec renders kube-proxy, run on the host.
+// KubeProxySpec renders kube-proxy, run on the host. On a control-plane
+// node it starts with the API server ready: started earlier, its first
+// lists are refused while the API server still bootstraps RBAC, its
+// informers back off, and Services (CoreDNS's own route to the API
+// server among them) worked only about 3 s later.
 func (r Renderer) KubeProxySpec() Spec {
 	return Spec{
+		After: []string{APIServer},
 		Name:  KubeProxy,
 		Args:  []string{"--config=" + r.FS.Path(node.KubeProxyConfig)},
 		Probe: Probe{URL: fmt.Sprintf("http://127.0.0.1:%d/healthz", KubeProxyHealthz)},

@@ -120,7 +120,11 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer) error {
 		defer statusMu.Unlock()
 		writeStatus()
 	}
-	sup = supervisor.New(supervisor.Options{Exe: exe, LogDir: fs.Path(LogDir), Logf: logf, OnChange: onChange})
+	cpu := newBringUp(fs, logf)
+	sup = supervisor.New(supervisor.Options{Exe: exe, LogDir: fs.Path(LogDir), Logf: logf,
+		OnChange: func() { onChange(); cpu.check(sup.Statuses()) },
+		Started:  cpu.place,
+	})
 	store := component.Store{FS: fs}
 	var applied []byte
 	reload := func() {
@@ -139,6 +143,7 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer) error {
 			names[i] = s.Name
 		}
 		logf("running %v", names)
+		cpu.specs(specs)
 		sup.Apply(specs)
 	}
 	hup := make(chan os.Signal, 1)
@@ -161,6 +166,7 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer) error {
 		case <-tick.C:
 			reload()
 			onChange()
+			cpu.check(sup.Statuses())
 		}
 	}
 }

@@ -14,8 +14,9 @@ const Namespace = "k8s.io"
 
 // ctr runs containerd's own client against a socket. kubeboot drives
 // image import and export through it rather than re-implementing
-// containerd's archive handling.
-func ctr(ctx context.Context, socket string, stdin io.Reader, args ...string) (string, error) {
+// containerd's archive handling. started, when set, is told ctr's pid
+// once it runs.
+func ctr(ctx context.Context, socket string, stdin io.Reader, started func(pid int), args ...string) (string, error) {
 	path, err := exec.LookPath("ctr")
 	if err != nil {
 		return "", fmt.Errorf("ctr (containerd's client) is not installed: apt-get install containerd")
@@ -23,7 +24,14 @@ func ctr(ctx context.Context, socket string, stdin io.Reader, args ...string) (s
 	cmd := exec.CommandContext(ctx, path, append([]string{"--address", socket, "--namespace", Namespace}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &out, &out
-	if err := cmd.Run(); err != nil {
+	err = cmd.Start()
+	if err == nil {
+		if started != nil {
+			started(cmd.Process.Pid)
+		}
+		err = cmd.Wait()
+	}
+	if err != nil {
 		return out.String(), fmt.Errorf("ctr %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(out.String()))
 	}
 	return out.String(), nil
@@ -32,16 +40,21 @@ func ctr(ctx context.Context, socket string, stdin io.Reader, args ...string) (s
 // Import loads image archives (docker save or OCI layout tarballs) into
 // the node's containerd and unpacks them for the kubelet.
 func Import(ctx context.Context, socket string, archive io.Reader) error {
-	_, err := ctr(ctx, socket, archive, "images", "import", "--all-platforms=false", "-")
+	return importArchive(ctx, socket, archive, nil)
+}
+
+func importArchive(ctx context.Context, socket string, archive io.Reader, started func(pid int)) error {
+	_, err := ctr(ctx, socket, archive, started, "images", "import", "--all-platforms=false", "-")
 	return err
 }
 
 // ImportBuilt builds kubeboot's own images from binPath and streams them
-// into containerd, without writing the archive anywhere.
-func ImportBuilt(ctx context.Context, socket, binPath string) error {
+// into containerd, without writing the archive anywhere. started, when
+// set, is told the pid of the importing client.
+func ImportBuilt(ctx context.Context, socket, binPath string, started func(pid int)) error {
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(WriteArchive(pw, binPath, All())) }()
-	err := Import(ctx, socket, pr)
+	err := importArchive(ctx, socket, pr, started)
 	pr.Close()
 	return err
 }
@@ -49,6 +62,6 @@ func ImportBuilt(ctx context.Context, socket, binPath string) error {
 // Export writes the named images as one archive that `docker load` and
 // `ctr images import` read back.
 func Export(ctx context.Context, socket, file string, names []string) error {
-	_, err := ctr(ctx, socket, nil, append([]string{"images", "export", file}, names...)...)
+	_, err := ctr(ctx, socket, nil, nil, append([]string{"images", "export", file}, names...)...)
 	return err
 }

@@ -55,6 +55,9 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// OnChange is called after every state change.
 	OnChange func()
+	// Started, when set, is called with each process right after it
+	// starts (the daemon places it in its CPU group).
+	Started func(spec component.Spec, pid int)
 }
 
 // Supervisor runs a set of components.
@@ -287,6 +290,9 @@ func (s *Supervisor) runOnce(ctx context.Context, p *proc) string {
 	cmd.Stdout, cmd.Stderr = p.log, p.log
 	if err := cmd.Start(); err != nil {
 		return err.Error()
+	}
+	if s.opts.Started != nil {
+		s.opts.Started(p.spec, cmd.Process.Pid)
 	}
 	p.set(func(st *Status) {
 		st.PID, st.State, st.Ready, st.Since = cmd.Process.Pid, StateStarting, false, time.Now()

@@ -167,6 +167,7 @@ func FreshHosts(runs int, prefix, ip string, f func(h *nethost.Host, last bool) 
 			return err
 		}
 		err = f(h, i == runs-1)
+		keepLogs(h, i)
 		if out, rerr := nethost.Run(h.Kubeboot("reset", "--force")); rerr != nil && err == nil {
 			err = fmt.Errorf("reset: %v\n%s", rerr, out)
 		}
@@ -176,6 +177,22 @@ func FreshHosts(runs int, prefix, ip string, f func(h *nethost.Host, last bool) 
 		}
 	}
 	return nil
+}
+
+// keepLogs copies the run's component logs to $KUBEBOOT_BENCH_LOGS/run<i>
+// when that is set, before reset removes them.
+func keepLogs(h *nethost.Host, i int) {
+	dst := os.Getenv("KUBEBOOT_BENCH_LOGS")
+	if dst == "" {
+		return
+	}
+	dst = filepath.Join(dst, fmt.Sprintf("run%d", i))
+	if err := os.MkdirAll(dst, 0o755); err == nil {
+		err = os.CopyFS(dst, os.DirFS(filepath.Join(h.Root, "var/log/kubeboot")))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "keeping the logs:", err)
+		}
+	}
 }
 
 // MedianOf is the median of one figure over samples, to the millisecond.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/images"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/node"
@@ -175,7 +176,13 @@ func (d *Data) startImageImport(ctx context.Context, criEndpoint string) {
 	sock := criEndpoint[len("unix://"):]
 	go func() {
 		start := time.Now()
-		err := images.ImportBuilt(ctx, sock, d.Exe)
+		// The import is node-side work: while the API server comes up it
+		// runs at the node side's low CPU weight, as containerd does.
+		var place func(pid int)
+		if g, err := cpugroup.Open(d.FS.Path("/")); err == nil {
+			place = func(pid int) { _ = g.Add(cpugroup.Node, pid) }
+		}
+		err := images.ImportBuilt(ctx, sock, d.Exe, place)
 		if err == nil {
 			d.logf("[images] Imported %s, %s and %s into containerd in %s (no registry contacted)", images.Pause, images.CoreDNS, images.TestServer, time.Since(start).Round(time.Millisecond))
 		}

@@ -297,12 +297,11 @@ func (d *Data) wait(ctx context.Context, prefix string, spec component.Spec) err
 	return nil
 }
 
-func runLocalEtcd(ctx context.Context, d *Data) error {
-	spec := d.renderer().LocalEtcd()
-	if err := d.writeSpec(spec, "etcd"); err != nil {
-		return err
-	}
-	return d.wait(ctx, "etcd", spec)
+// runLocalEtcd hands the member to the node daemon without waiting for
+// it, as kubeadm writes etcd's static pod: the API server starts alongside
+// and wait-control-plane checks etcd first.
+func runLocalEtcd(_ context.Context, d *Data) error {
+	return d.writeSpec(d.renderer().LocalEtcd(), "etcd")
 }
 
 func controlPlane(render func(component.Renderer) component.Spec) func(context.Context, *Data) error {
@@ -317,7 +316,11 @@ func runWaitControlPlane(ctx context.Context, d *Data) error {
 	if err := d.waitKubelet(ctx); err != nil {
 		return err
 	}
-	for _, spec := range []component.Spec{r.APIServer(), r.ControllerManager(), r.Scheduler()} {
+	specs := []component.Spec{r.APIServer(), r.ControllerManager(), r.Scheduler()}
+	if d.Cfg.Cluster.Etcd.External == nil {
+		specs = append([]component.Spec{r.LocalEtcd()}, specs...)
+	}
+	for _, spec := range specs {
 		if err := d.wait(ctx, "control-plane-check", spec); err != nil {
 			return err
 		}

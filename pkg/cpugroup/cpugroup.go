@@ -1,0 +1,165 @@
+// Package cpugroup gives the node daemon's components CPU weights with
+// cgroups, as a service manager would: the control plane in one group,
+// the node side (containerd, the kubelet, kube-proxy, the image import)
+// in another.
+//
+// kubeboot uses it for one thing: while a control-plane node comes up, the
+// node side runs at a low weight, so that the API server, which everything
+// else waits for, is not slowed down by the image import and the kubelet's
+// start on a small machine. Once the API server is ready both groups have
+// the same weight. Weights only matter when the CPU is contended; an idle
+// core is never left unused.
+//
+// cgroup v1 (the cpu hierarchy, cpu.shares) and v2 (cpu.weight) are
+// supported. Where neither can be written the groups are not used, and
+// components run without weights: that costs time, not correctness.
+package cpugroup
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// The groups.
+const (
+	ControlPlane = "control-plane"
+	Node         = "node"
+)
+
+// Weights, in cgroup v1 cpu.shares units (1024 is a normal process).
+const (
+	Normal = 1024
+	// Low is the node side's weight while the API server comes up: it
+	// gets a sixteenth of a contended CPU.
+	Low = 64
+)
+
+// Root is where the cgroup filesystem is mounted.
+var Root = "/sys/fs/cgroup"
+
+// Name is the cgroup that holds a node's groups. A node whose root
+// prefix is "/" uses "kubeboot"; nodes under another prefix (several on
+// one machine, in tests) get a name of their own.
+func Name(rootPrefix string) string {
+	rootPrefix = filepath.Clean(rootPrefix)
+	if rootPrefix == "/" {
+		return "kubeboot"
+	}
+	sum := sha256.Sum256([]byte(rootPrefix))
+	return "kubeboot-" + hex.EncodeToString(sum[:4])
+}
+
+// Groups are one node's CPU groups.
+type Groups struct {
+	dir string // the parent cgroup's directory
+	v2  bool
+}
+
+// Open creates (or finds) the node's groups. It fails when cgroups cannot
+// be written here.
+func Open(rootPrefix string) (*Groups, error) {
+	g := &Groups{}
+	if _, err := os.Stat(filepath.Join(Root, "cgroup.controllers")); err == nil {
+		g.v2 = true
+		g.dir = filepath.Join(Root, Name(rootPrefix))
+	} else {
+		g.dir = filepath.Join(Root, "cpu", Name(rootPrefix))
+	}
+	for _, sub := range []string{ControlPlane, Node} {
+		if err := os.MkdirAll(filepath.Join(g.dir, sub), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if g.v2 {
+		// Delegate the cpu controller down to the groups.
+		for _, d := range []string{Root, g.dir} {
+			if err := os.WriteFile(filepath.Join(d, "cgroup.subtree_control"), []byte("+cpu"), 0o644); err != nil {
+				return nil, fmt.Errorf("enabling the cpu controller in %s: %w", d, err)
+			}
+		}
+	}
+	return g, nil
+}
+
+// Dir is a group's cgroup directory.
+func (g *Groups) Dir(group string) string { return filepath.Join(g.dir, group) }
+
+// Add moves a process (all its threads) into a group.
+func (g *Groups) Add(group string, pid int) error {
+	err := os.WriteFile(filepath.Join(g.Dir(group), "cgroup.procs"), []byte(strconv.Itoa(pid)), 0o644)
+	if errors.Is(err, syscall.ESRCH) {
+		return nil // the process is gone already
+	}
+	return err
+}
+
+// SetWeight sets a group's weight, in cpu.shares units.
+func (g *Groups) SetWeight(group string, shares int) error {
+	file, val := "cpu.shares", strconv.Itoa(shares)
+	if g.v2 {
+		file, val = "cpu.weight", strconv.Itoa(WeightV2(shares))
+	}
+	return os.WriteFile(filepath.Join(g.Dir(group), file), []byte(val), 0o644)
+}
+
+// Weight reads a group's weight back, in cpu.shares units.
+func (g *Groups) Weight(group string) (int, error) {
+	file := "cpu.shares"
+	if g.v2 {
+		file = "cpu.weight"
+	}
+	b, err := os.ReadFile(filepath.Join(g.Dir(group), file))
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, err
+	}
+	if g.v2 {
+		return SharesV1(n), nil
+	}
+	return n, nil
+}
+
+// WeightV2 converts cpu.shares (2..262144) to cpu.weight (1..10000) as
+// the kubelet and runc do.
+func WeightV2(shares int) int {
+	if shares <= 2 {
+		return 1
+	}
+	if shares >= 262144 {
+		return 10000
+	}
+	return 1 + ((shares-2)*9999)/262142
+}
+
+// SharesV1 is WeightV2's inverse, to the rounding.
+func SharesV1(weight int) int {
+	return 2 + ((weight-1)*262142+9998)/9999
+}
+
+// Remove removes the node's groups, which must hold no process any more.
+// It reports whether there was anything to remove.
+func Remove(rootPrefix string) (bool, error) {
+	removed := false
+	for _, dir := range []string{filepath.Join(Root, Name(rootPrefix)), filepath.Join(Root, "cpu", Name(rootPrefix))} {
+		if _, err := os.Stat(dir); err != nil {
+			continue
+		}
+		for _, sub := range []string{ControlPlane, Node, ""} {
+			if err := os.Remove(filepath.Join(dir, sub)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return removed, err
+			}
+		}
+		removed = true
+	}
+	return removed, nil
+}

@@ -1,0 +1,79 @@
+package cpugroup
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestName(t *testing.T) {
+	if got := Name("/"); got != "kubeboot" {
+		t.Errorf("Name(/) = %q", got)
+	}
+	a, b := Name("/tmp/a/root"), Name("/tmp/b/root")
+	if a == b || !strings.HasPrefix(a, "kubeboot-") {
+		t.Errorf("Name gives %q and %q for two roots", a, b)
+	}
+	if Name("/tmp/a/root/") != a {
+		t.Errorf("Name depends on a trailing slash")
+	}
+}
+
+func TestWeightConversion(t *testing.T) {
+	for _, c := range []struct{ shares, weight int }{{2, 1}, {1024, 39}, {64, 3}, {262144, 10000}} {
+		if got := WeightV2(c.shares); got != c.weight {
+			t.Errorf("WeightV2(%d) = %d, want %d", c.shares, got, c.weight)
+		}
+	}
+	for _, w := range []int{1, 3, 39, 100, 10000} {
+		if got := WeightV2(SharesV1(w)); got != w {
+			t.Errorf("WeightV2(SharesV1(%d)) = %d", w, got)
+		}
+	}
+}
+
+// TestGroupsV1 runs against a fake cgroup v1 tree: the files a kernel
+// would have are plain files here.
+func TestGroupsV1(t *testing.T) {
+	old := Root
+	Root = t.TempDir()
+	defer func() { Root = old }()
+	if err := os.Mkdir(filepath.Join(Root, "cpu"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	g, err := Open("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(Root, "cpu", "kubeboot", Node); g.Dir(Node) != want {
+		t.Fatalf("Dir(node) = %s, want %s", g.Dir(Node), want)
+	}
+	if err := g.SetWeight(Node, Low); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := g.Weight(Node); err != nil || w != Low {
+		t.Fatalf("Weight(node) = %d, %v", w, err)
+	}
+	if err := g.Add(ControlPlane, 1234); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(g.Dir(ControlPlane), "cgroup.procs")); string(b) != "1234" {
+		t.Fatalf("cgroup.procs = %q", b)
+	}
+	// A real kernel's cgroup directories hold only kernel files, which
+	// rmdir ignores; the fake's must go first.
+	for _, sub := range []string{ControlPlane, Node} {
+		os.Remove(filepath.Join(g.Dir(sub), "cgroup.procs"))
+		os.Remove(filepath.Join(g.Dir(sub), "cpu.shares"))
+	}
+	if removed, err := Remove("/"); err != nil || !removed {
+		t.Fatalf("Remove = %v, %v", removed, err)
+	}
+	if _, err := os.Stat(filepath.Join(Root, "cpu", "kubeboot")); !os.IsNotExist(err) {
+		t.Fatalf("the groups are still there: %v", err)
+	}
+	if removed, err := Remove("/"); err != nil || removed {
+		t.Fatalf("second Remove = %v, %v", removed, err)
+	}
+}
