@@ -11,7 +11,7 @@ import (
 )
 
 func newNetAgentCommand(g *GlobalFlags, s Streams) *cobra.Command {
-	var nodeName, kubeconfig string
+	var nodeName, kubeconfig, podSubnets string
 	cmd := &cobra.Command{
 		Use:    "netagent",
 		Short:  "Run the node network agent (the node daemon runs it)",
@@ -25,7 +25,7 @@ func newNetAgentCommand(g *GlobalFlags, s Streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			a := &netagent.Agent{Client: c, NodeName: nodeName, FS: g.FS(false, s.Out), Logf: func(format string, args ...any) {
+			a := &netagent.Agent{Client: c, NodeName: nodeName, PodSubnets: podSubnets, FS: g.FS(false, s.Out), Logf: func(format string, args ...any) {
 				fmt.Fprintf(s.Out, "%s %s\n", time.Now().Format(time.RFC3339Nano), fmt.Sprintf(format, args...))
 			}}
 			return a.Run(cmd.Context())
@@ -33,5 +33,6 @@ func newNetAgentCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&nodeName, "node-name", "", "This node's name")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Credentials that can list and watch nodes")
+	cmd.Flags().StringVar(&podSubnets, "pod-subnets", "", "The cluster's pod network (comma-separated CIDRs), masqueraded when traffic leaves it")
 	return cmd
 }

@@ -82,7 +82,7 @@ component specs, etcd data, logs and pid files. Running it again is a no-op.`,
 					}
 				}
 				cleanup.DeleteLink(node.BridgeName, s.Out)
-				if err := cleanup.FlushChains([]string{"KUBE-", "CNI-"}, s.Out); err != nil {
+				if err := cleanup.FlushChains([]string{"KUBE-", "CNI-", "KUBEBOOT-"}, s.Out); err != nil {
 					fmt.Fprintf(s.Err, "[reset] %v\n", err)
 				}
 				cleanup.RemoveCgroups("kubepods", s.Out)

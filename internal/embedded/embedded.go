@@ -44,6 +44,7 @@ import (
 
 	// Programs that run before the rest of the binary initialises.
 	"github.com/kubeboot/kubeboot/internal/early"
+	earlycni "github.com/kubeboot/kubeboot/internal/early/cni"
 )
 
 // Main runs a component with its arguments (without the program name) and
@@ -102,10 +103,12 @@ func Components() map[string]Main {
 			return 0
 		},
 	}
-	for name, run := range early.Programs() {
-		// Normally dispatched by package early before main; listed here so
-		// that the help text names them.
-		m[name] = run
+	// Normally dispatched by packages early and early/cni before main;
+	// listed here so that the help text names them.
+	for _, progs := range []map[string]func([]string) int{early.Programs(), earlycni.Programs()} {
+		for name, run := range progs {
+			m[name] = run
+		}
 	}
 	return m
 }

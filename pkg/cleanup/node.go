@@ -150,7 +150,8 @@ func DeleteLink(name string, out io.Writer) {
 }
 
 // FlushChains removes the iptables chains whose names start with one of
-// prefixes (kube-proxy's KUBE-, the CNI plugins' CNI-), and every rule that
+// prefixes (kube-proxy's KUBE-, the CNI plugins' CNI-, kubeboot's own
+// KUBEBOOT-), and every rule that
 // jumps to them, from every table, for IPv4 and IPv6. Other rules stay.
 func FlushChains(prefixes []string, out io.Writer) error {
 	var errs []error
@@ -169,7 +170,7 @@ func FlushChains(prefixes []string, out io.Writer) error {
 			errs = append(errs, fmt.Errorf("%s-restore: %v: %s", bin, err, b))
 			continue
 		}
-		fmt.Fprintf(out, "[reset] Removed %d %s chains and rules of kube-proxy and the CNI plugins\n", removed, bin)
+		fmt.Fprintf(out, "[reset] Removed %d %s chains and rules of kube-proxy, the CNI plugins and kubeboot\n", removed, bin)
 	}
 	return errors.Join(errs...)
 }

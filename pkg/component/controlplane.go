@@ -129,6 +129,10 @@ func (r Renderer) APIServer() Spec {
 	a.Set("service-cluster-ip-range", c.Cluster.Networking.ServiceSubnet)
 	a.Set("tls-cert-file", r.pki("apiserver.crt"))
 	a.Set("tls-private-key-file", r.pki("apiserver.key"))
+	// On SIGTERM, close the open watches (their clients re-connect) instead
+	// of waiting for them: the pods' watches outlive a daemon stop, and
+	// the API server then took the daemon's whole 20 s stop timeout.
+	a.Set("shutdown-watch-termination-grace-period", "5s")
 	if ext := c.Cluster.Etcd.External; ext != nil {
 		a.Set("etcd-servers", strings.Join(ext.Endpoints, ","))
 		if ext.CAFile != "" {

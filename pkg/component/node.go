@@ -100,10 +100,14 @@ func (r Renderer) NetAgentSpec() Spec {
 	// On a control-plane node it starts with the API server ready, rather
 	// than failing against RBAC that is still being bootstrapped and then
 	// backing off.
+	args := []string{"--root", root, "netagent", "--node-name", r.Cfg.Init.NodeRegistration.Name,
+		"--kubeconfig", r.FS.Path(node.KubeProxyConf)}
+	if pods := r.Cfg.Cluster.Networking.PodSubnet; pods != "" {
+		args = append(args, "--pod-subnets", pods)
+	}
 	return Spec{
 		After: []string{APIServer},
 		Name:  NetAgent,
-		Args: []string{"--root", root, "netagent", "--node-name", r.Cfg.Init.NodeRegistration.Name,
-			"--kubeconfig", r.FS.Path(node.KubeProxyConf)},
+		Args:  args,
 	}
 }

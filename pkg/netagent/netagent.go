@@ -1,8 +1,9 @@
-// Package netagent is kubeboot's node network agent. It owns the two
+// Package netagent is kubeboot's node network agent. It owns the three
 // things a bridge-based pod network needs beyond the CNI plugins: the
 // node's CNI configuration, written once the controller-manager has
-// allocated the node a pod CIDR, and a route to every other node's pod
-// CIDR through that node's address.
+// allocated the node a pod CIDR, a route to every other node's pod CIDR
+// through that node's address, and the masquerading of pod traffic that
+// leaves the pod network.
 package netagent
 
 import (
@@ -26,8 +27,11 @@ import (
 type Agent struct {
 	Client   kubernetes.Interface
 	NodeName string
-	FS       fsys.FS
-	Logf     func(format string, args ...any)
+	// PodSubnets is the cluster's pod network (comma-separated CIDRs),
+	// masqueraded when traffic leaves it; empty leaves masquerading alone.
+	PodSubnets string
+	FS         fsys.FS
+	Logf       func(format string, args ...any)
 
 	mu     sync.Mutex
 	routes map[string]string // pod CIDR -> gateway we installed
@@ -36,6 +40,12 @@ type Agent struct {
 // Run watches the nodes until ctx ends.
 func (a *Agent) Run(ctx context.Context) error {
 	a.routes = map[string]string{}
+	if a.PodSubnets != "" {
+		if err := EnsureMasquerade(a.PodSubnets); err != nil {
+			return fmt.Errorf("masquerading the pod network %s: %w", a.PodSubnets, err)
+		}
+		a.Logf("masquerading traffic from %s that leaves it", a.PodSubnets)
+	}
 	f := informers.NewSharedInformerFactory(a.Client, 0)
 	inf := f.Core().V1().Nodes().Informer()
 	sync := func(any) { a.sync(inf.GetStore()) }

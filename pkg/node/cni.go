@@ -10,8 +10,9 @@ import (
 )
 
 // CNIConfList renders the node's CNI configuration: a bridge with
-// host-local addresses from the node's pod CIDR, masquerading traffic that
-// leaves the pod network, and portmap for hostPorts. containerd adds the
+// host-local addresses from the node's pod CIDR and portmap for hostPorts.
+// Traffic leaving the pod network is masqueraded by one rule set that the
+// network agent installs for the whole pod network, not per pod. containerd adds the
 // loopback interface itself (with the loopback plugin).
 func CNIConfList(fs fsys.FS, podCIDR string) ([]byte, error) {
 	conf := map[string]any{
@@ -19,7 +20,7 @@ func CNIConfList(fs fsys.FS, podCIDR string) ([]byte, error) {
 		"name":       "kubeboot",
 		"plugins": []any{
 			map[string]any{
-				"type": "bridge", "bridge": BridgeName, "isGateway": true, "ipMasq": true, "hairpinMode": true,
+				"type": "bridge", "bridge": BridgeName, "isGateway": true, "hairpinMode": true,
 				"ipam": map[string]any{
 					"type":    "host-local",
 					"ranges":  [][]map[string]string{{{"subnet": podCIDR}}},

@@ -12,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/images"
+	"github.com/kubeboot/kubeboot/pkg/netagent"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 
@@ -149,6 +151,14 @@ func TestSingleNode(t *testing.T) {
 			})
 			t.Logf("%s answered from %v", url, keys(seen))
 		}
+		// One masquerade rule set for the pod network, none per pod.
+		nat, _ := nethost.Run(h.Command("iptables-save", "-t", "nat"))
+		if !strings.Contains(nat, "-A POSTROUTING -s 10.244.0.0/16") || !strings.Contains(nat, ":"+netagent.MasqueradeChain) {
+			t.Errorf("no masquerade rule for the pod network:\n%s", grepLines(nat, "POSTROUTING"))
+		}
+		if strings.Contains(nat, ":CNI-") {
+			t.Errorf("per-pod CNI chains in the nat table:\n%s", grepLines(nat, "CNI-"))
+		}
 		// NodePort, from the host itself.
 		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: h.DialContext}}
 		eventually(t, 30*time.Second, 200*time.Millisecond, "NodePort from the host", func() error {
@@ -245,11 +255,14 @@ func TestSingleNode(t *testing.T) {
 			t.Errorf("links left:\n%s", links)
 		}
 		rules, _ := nethost.Run(h.Command("iptables-save"))
-		if strings.Contains(rules, "KUBE-") || strings.Contains(rules, "CNI-") {
+		if strings.Contains(rules, "KUBE-") || strings.Contains(rules, "CNI-") || strings.Contains(rules, "KUBEBOOT-") {
 			t.Errorf("iptables chains left:\n%s", grepLines(rules, "-"))
 		}
 		if files := listAll(h.Root); len(files) != 0 {
 			t.Errorf("left under the root prefix: %v", files)
+		}
+		if _, err := os.Stat(filepath.Join(cpugroup.Root, "cpu", cpugroup.Name(h.Root))); err == nil {
+			t.Errorf("the CPU groups are left")
 		}
 		if _, err := os.Stat("/sys/fs/cgroup/pids/kubepods"); err == nil {
 			t.Errorf("the kubepods cgroup is left")
