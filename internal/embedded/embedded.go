@@ -45,6 +45,7 @@ import (
 	// Programs that run before the rest of the binary initialises.
 	"github.com/kubeboot/kubeboot/internal/early"
 	earlycni "github.com/kubeboot/kubeboot/internal/early/cni"
+	"github.com/kubeboot/kubeboot/internal/settle"
 )
 
 // Main runs a component with its arguments (without the program name) and
@@ -54,43 +55,43 @@ type Main func(args []string) int
 // Components maps each embedded component's name to its entry point.
 func Components() map[string]Main {
 	m := map[string]Main{
-		"coredns": func(args []string) int {
+		"coredns": settle.Main(func(args []string) int {
 			// CoreDNS reads the process's own flags; its directive order is
 			// upstream's, of which only the imported plugins are registered.
 			os.Args = append([]string{"coredns"}, args...)
 			coremain.Run()
 			return 0
-		},
-		"etcd": func(args []string) int {
+		}),
+		"etcd": settle.Main(func(args []string) int {
 			os.Args = append([]string{"etcd"}, args...)
 			etcdmain.Main(os.Args)
 			return 0
-		},
-		"kube-apiserver": func(args []string) int {
+		}),
+		"kube-apiserver": settle.Main(func(args []string) int {
 			cmd := apiserver.NewAPIServerCommand()
 			cmd.SetArgs(args)
 			return cli.Run(cmd)
-		},
-		"kube-controller-manager": func(args []string) int {
+		}),
+		"kube-controller-manager": settle.Main(func(args []string) int {
 			cmd := controllermanager.NewControllerManagerCommand()
 			cmd.SetArgs(args)
 			return cli.Run(cmd)
-		},
-		"kube-scheduler": func(args []string) int {
+		}),
+		"kube-scheduler": settle.Main(func(args []string) int {
 			cmd := scheduler.NewSchedulerCommand()
 			cmd.SetArgs(args)
 			return cli.Run(cmd)
-		},
-		"kubelet": func(args []string) int {
+		}),
+		"kubelet": settle.Main(func(args []string) int {
 			cmd := kubelet.NewKubeletCommand(context.Background())
 			cmd.SetArgs(args)
 			return cli.Run(cmd)
-		},
-		"kube-proxy": func(args []string) int {
+		}),
+		"kube-proxy": settle.Main(func(args []string) int {
 			cmd := proxy.NewProxyCommand()
 			cmd.SetArgs(args)
 			return cli.Run(cmd)
-		},
+		}),
 		"kubectl": func(args []string) int {
 			// kubectl reads os.Args for plugins and verbosity, as its own main does.
 			os.Args = append([]string{"kubectl"}, args...)
