@@ -74,8 +74,9 @@ func once(h *nethost.Host) (sample, error) {
 	}
 	s.polled = <-polled
 	var ok [4]bool
-	s.pki, ok[0] = benchutil.After(out, "[trace] phase kubeconfig/scheduler done")
-	s.etcd, ok[1] = benchutil.After(out, "etcd is healthy after")
+	s.pki, ok[0] = benchutil.After(out, "[trace] phase kubeconfig/kube-proxy done")
+	// init checks etcd only after the kubelet; the daemon's probe saw it first.
+	s.etcd, ok[1] = benchutil.DaemonEvent(h, "etcd is ready", start)
 	s.readyz, ok[2] = benchutil.After(out, "kube-apiserver is healthy after")
 	s.healthy, ok[3] = benchutil.After(out, "[trace] phase wait-control-plane done")
 	for i, o := range ok {

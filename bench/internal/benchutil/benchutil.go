@@ -77,6 +77,27 @@ func After(out, marker string) (time.Duration, bool) {
 	return 0, false
 }
 
+// DaemonEvent is when the node daemon logged a line containing event
+// (its log lines start with an RFC 3339 timestamp), as time after start.
+func DaemonEvent(h *nethost.Host, event string, start time.Time) (time.Duration, bool) {
+	b, err := os.ReadFile(filepath.Join(h.Root, "var/log/kubeboot/daemon.log"))
+	if err != nil {
+		return 0, false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		ts, rest, ok := strings.Cut(l, " ")
+		if !ok || !strings.Contains(rest, event) {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, ts)
+		if err != nil || t.Before(start) {
+			continue
+		}
+		return t.Sub(start), true
+	}
+	return 0, false
+}
+
 // PollReady polls url from inside the host until it answers 200, and
 // returns how long after start that was (0 if ctx ended first).
 func PollReady(ctx context.Context, h *nethost.Host, url string, start time.Time) time.Duration {
