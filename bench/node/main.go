@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"sync"
@@ -196,6 +197,7 @@ func podStartup(c kubernetes.Interface, n int) error {
 			},
 		},
 	}
+	busy0 := benchutil.BusyCPU()
 	start := time.Now()
 	if _, err := c.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		return err
@@ -226,6 +228,7 @@ func podStartup(c kubernetes.Interface, n int) error {
 		}
 	}
 	all := time.Since(start)
+	busy := benchutil.BusyCPU() - busy0
 	var lat []time.Duration
 	for name, t := range running {
 		lat = append(lat, t.Sub(created[name]))
@@ -233,5 +236,7 @@ func podStartup(c kubernetes.Interface, n int) error {
 	fmt.Printf("\n%d test-server pods: all Running %s after the Deployment was created; per pod, creation to Running: p50 %s, p99 %s, max %s\n",
 		n, all.Round(time.Millisecond), benchutil.Percentile(lat, 50).Round(time.Millisecond),
 		benchutil.Percentile(lat, 99).Round(time.Millisecond), benchutil.Percentile(lat, 100).Round(time.Millisecond))
+	fmt.Printf("machine CPU busy meanwhile: %s of %s available on %d CPUs (%s per pod)\n",
+		busy.Round(10*time.Millisecond), (all * time.Duration(runtime.NumCPU())).Round(10*time.Millisecond), runtime.NumCPU(), (busy / time.Duration(n)).Round(time.Millisecond))
 	return nil
 }

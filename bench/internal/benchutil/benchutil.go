@@ -98,6 +98,27 @@ func DaemonEvent(h *nethost.Host, event string, start time.Time) (time.Duration,
 	return 0, false
 }
 
+// BusyCPU is the machine's CPU time spent not idle (user, nice, system,
+// irq, softirq, steal), from /proc/stat: the difference of two readings is
+// what everything on the machine used in between.
+func BusyCPU() time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	var ticks int64
+	for i, v := range f {
+		if i == 0 || i == 4 || i == 5 || i > 8 {
+			continue
+		}
+		n, _ := strconv.ParseInt(v, 10, 64)
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / 100 // USER_HZ
+}
+
 // PollReady polls url from inside the host until it answers 200, and
 // returns how long after start that was (0 if ctx ended first).
 func PollReady(ctx context.Context, h *nethost.Host, url string, start time.Time) time.Duration {
