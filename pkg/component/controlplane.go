@@ -181,10 +181,11 @@ func (r Renderer) ControllerManager() Spec {
 	a.Set("secure-port", strconv.Itoa(ControllerManagerPort))
 	a.Set("service-account-private-key-file", r.pki("sa.key"))
 	a.Set("use-service-account-credentials", "true")
-	// The controller-manager's client budget is the scheduler's and the
-	// kubelet's (50/100) rather than its own default of 20/30: with one
-	// service account per controller it makes about three calls per
-	// controller at start, and at 20/s its start took 5.5 s.
+	// The controller-manager's client rate is the scheduler's and the
+	// kubelet's (50/s) rather than its own default of 20/s, with a burst of
+	// 200 rather than 30: with one service account per controller it makes
+	// about three calls for each of its ~45 controllers at start, and at
+	// 20/s with a burst of 30 its start took 5.5 s.
 	a.Set("kube-api-qps", "50")
 	a.Set("kube-api-burst", "200")
 	if pods := c.Cluster.Networking.PodSubnet; pods != "" {
