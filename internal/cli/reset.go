@@ -86,11 +86,7 @@ component specs, etcd data, logs and pid files. Running it again is a no-op.`,
 					fmt.Fprintf(s.Err, "[reset] %v\n", err)
 				}
 				cleanup.RemoveCgroups("kubepods", s.Out)
-				if removed, err := cpugroup.Remove(fs.Path("/")); err != nil {
-					fmt.Fprintf(s.Err, "[reset] removing the CPU groups: %v\n", err)
-				} else if removed {
-					fmt.Fprintf(s.Out, "[reset] Removed the CPU groups %s\n", cpugroup.Name(fs.Path("/")))
-				}
+				cleanup.RemoveCgroups(cpugroup.Name(fs.Path("/")), s.Out)
 			}
 			removed, err := cleanup.Remove(fs, paths, s.Out)
 			if err != nil {

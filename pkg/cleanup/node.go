@@ -212,13 +212,20 @@ func filterRules(save string, prefixes []string) (string, int) {
 	return b.String(), removed
 }
 
-// RemoveCgroups removes the (empty) cgroup directories the kubelet made,
-// named name at the root of every cgroup v1 hierarchy, deepest first.
-func RemoveCgroups(name string, out io.Writer) {
-	roots, _ := filepath.Glob("/sys/fs/cgroup/*")
-	n := 0
+// CgroupRoot is where the cgroup filesystem is mounted.
+var CgroupRoot = "/sys/fs/cgroup"
+
+// RemoveCgroups removes the (empty) cgroup directories named name, and
+// everything below them, deepest first: at the root of every cgroup v1
+// hierarchy and of the v2 unified one. It reports how many it removed.
+func RemoveCgroups(name string, out io.Writer) int {
+	roots, _ := filepath.Glob(filepath.Join(CgroupRoot, "*"))
+	tops := []string{filepath.Join(CgroupRoot, name)} // cgroup v2
 	for _, r := range roots {
-		top := filepath.Join(r, name)
+		tops = append(tops, filepath.Join(r, name)) // each v1 hierarchy
+	}
+	n := 0
+	for _, top := range tops {
 		if _, err := os.Stat(top); err != nil {
 			continue
 		}
@@ -239,6 +246,7 @@ func RemoveCgroups(name string, out io.Writer) {
 	if n > 0 {
 		fmt.Fprintf(out, "[reset] Removed %d %s cgroups\n", n, name)
 	}
+	return n
 }
 
 // KillCgroup kills every process in the cgroup named name (and below it)

@@ -41,7 +41,8 @@ const (
 	Low = 64
 )
 
-// Root is where the cgroup filesystem is mounted.
+// Root is where the cgroup filesystem is mounted. The groups are removed
+// by reset with cleanup.RemoveCgroups(Name(rootPrefix)).
 var Root = "/sys/fs/cgroup"
 
 // Name is the cgroup that holds a node's groups. A node whose root
@@ -144,22 +145,4 @@ func WeightV2(shares int) int {
 // SharesV1 is WeightV2's inverse, to the rounding.
 func SharesV1(weight int) int {
 	return 2 + ((weight-1)*262142+9998)/9999
-}
-
-// Remove removes the node's groups, which must hold no process any more.
-// It reports whether there was anything to remove.
-func Remove(rootPrefix string) (bool, error) {
-	removed := false
-	for _, dir := range []string{filepath.Join(Root, Name(rootPrefix)), filepath.Join(Root, "cpu", Name(rootPrefix))} {
-		if _, err := os.Stat(dir); err != nil {
-			continue
-		}
-		for _, sub := range []string{ControlPlane, Node, ""} {
-			if err := os.Remove(filepath.Join(dir, sub)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return removed, err
-			}
-		}
-		removed = true
-	}
-	return removed, nil
 }
