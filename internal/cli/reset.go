@@ -17,6 +17,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/netagent"
 	"github.com/kubeboot/kubeboot/pkg/node"
 )
 
@@ -82,7 +83,7 @@ component specs, etcd data, logs and pid files. Running it again is a no-op.`,
 					}
 				}
 				cleanup.DeleteLink(node.BridgeName, s.Out)
-				if err := cleanup.FlushChains([]string{"KUBE-", "CNI-", "KUBEBOOT-"}, s.Out); err != nil {
+				if err := cleanup.FlushChains([]string{"KUBE-", "CNI-", netagent.ChainPrefix}, s.Out); err != nil {
 					fmt.Fprintf(s.Err, "[reset] %v\n", err)
 				}
 				cleanup.RemoveCgroups("kubepods", s.Out)

@@ -3,9 +3,12 @@
 // server here, the CNI plugins containerd execs for every pod in package
 // early/cni. Go initialises packages in import-path order as far as
 // dependencies allow, and these packages depend on nothing of Kubernetes,
-// so their init runs before k8s.io's packages build their schemes: these
-// processes start in a few milliseconds with a few MiB of memory instead
-// of paying for the whole binary. Everything else returns here and goes
+// so their init runs before k8s.io's packages build their schemes. The
+// ~400 packages whose import paths sort before this one still initialise
+// first: such a process costs ~20 ms of CPU at start (a pause process
+// then holds ~7 MB of private memory), against ~90 ms and ~14 MB of
+// package-init allocations for one that initialises the whole binary
+// (GODEBUG=inittrace=1, smaps). Everything else returns here and goes
 // through main.
 package early
 

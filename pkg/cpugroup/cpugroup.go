@@ -101,22 +101,26 @@ func (g *Groups) Add(group string, pid int) error {
 	return err
 }
 
+// weightFile is the file that holds a group's weight.
+func (g *Groups) weightFile(group string) string {
+	if g.v2 {
+		return filepath.Join(g.Dir(group), "cpu.weight")
+	}
+	return filepath.Join(g.Dir(group), "cpu.shares")
+}
+
 // SetWeight sets a group's weight, in cpu.shares units.
 func (g *Groups) SetWeight(group string, shares int) error {
-	file, val := "cpu.shares", strconv.Itoa(shares)
+	val := shares
 	if g.v2 {
-		file, val = "cpu.weight", strconv.Itoa(WeightV2(shares))
+		val = WeightV2(shares)
 	}
-	return os.WriteFile(filepath.Join(g.Dir(group), file), []byte(val), 0o644)
+	return os.WriteFile(g.weightFile(group), []byte(strconv.Itoa(val)), 0o644)
 }
 
 // Weight reads a group's weight back, in cpu.shares units.
 func (g *Groups) Weight(group string) (int, error) {
-	file := "cpu.shares"
-	if g.v2 {
-		file = "cpu.weight"
-	}
-	b, err := os.ReadFile(filepath.Join(g.Dir(group), file))
+	b, err := os.ReadFile(g.weightFile(group))
 	if err != nil {
 		return 0, err
 	}

@@ -121,8 +121,11 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer) error {
 		writeStatus()
 	}
 	cpu := newBringUp(fs, logf)
+	// changed writes the status and lets the bring-up see the API server's
+	// readiness (or its time limit run out).
+	changed := func() { onChange(); cpu.check(sup.Statuses()) }
 	sup = supervisor.New(supervisor.Options{Exe: exe, LogDir: fs.Path(LogDir), Logf: logf,
-		OnChange: func() { onChange(); cpu.check(sup.Statuses()) },
+		OnChange: changed,
 		Started:  cpu.place,
 	})
 	store := component.Store{FS: fs}
@@ -165,8 +168,7 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer) error {
 			reload()
 		case <-tick.C:
 			reload()
-			onChange()
-			cpu.check(sup.Statuses())
+			changed()
 		}
 	}
 }

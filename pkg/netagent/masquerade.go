@@ -8,9 +8,13 @@ import (
 	"github.com/coreos/go-iptables/iptables"
 )
 
+// ChainPrefix starts the name of every iptables chain kubeboot makes;
+// reset removes them by it.
+const ChainPrefix = "KUBEBOOT-"
+
 // MasqueradeChain is the nat chain that masquerades pod traffic leaving
 // the pod network.
-const MasqueradeChain = "KUBEBOOT-MASQ"
+const MasqueradeChain = ChainPrefix + "MASQ"
 
 // EnsureMasquerade installs one masquerade rule set for the cluster's pod
 // subnets (comma-separated, IPv4 and IPv6): traffic from a pod to anything
