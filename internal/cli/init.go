@@ -39,10 +39,10 @@ func (o *initOptions) addFlags(fs *pflag.FlagSet) {
 
 func newInitCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	runner := &workflow.Runner[*initphases.Data]{Phases: initphases.Phases()}
-	setup := func(cmd *cobra.Command) func(context.Context) (*initphases.Data, workflow.Options, error) {
+	setup := func(cmd *cobra.Command) func(context.Context, []string) (*initphases.Data, workflow.Options, error) {
 		o := &initOptions{}
 		o.addFlags(cmd.Flags())
-		return func(ctx context.Context) (*initphases.Data, workflow.Options, error) {
+		return func(ctx context.Context, _ []string) (*initphases.Data, workflow.Options, error) {
 			return o.build(g, s, cmd.Flags())
 		}
 	}
@@ -56,7 +56,7 @@ func newInitCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	var skip []string
 	cmd.Flags().StringSliceVar(&skip, "skip-phases", nil, "List of phases to be skipped, e.g. 'addon/coredns,upload-certs'")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		d, o, err := build(cmd.Context())
+		d, o, err := build(cmd.Context(), nil)
 		if err != nil {
 			return err
 		}

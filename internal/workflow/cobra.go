@@ -7,9 +7,9 @@ import (
 )
 
 // Setup registers a command's flags and returns how to build the run data
-// and options once the flags are parsed. It is called once per generated
-// command, so every command has its own flag values.
-type Setup[D any] func(cmd *cobra.Command) func(ctx context.Context) (D, Options, error)
+// and options once the flags and arguments are parsed. It is called once
+// per generated command, so every command has its own flag values.
+type Setup[D any] func(cmd *cobra.Command) func(ctx context.Context, args []string) (D, Options, error)
 
 // PhaseCommand returns the `phase` command of a workflow: one subcommand
 // per phase, nested as the tree is, and an `all` subcommand under every
@@ -35,11 +35,11 @@ func (r *Runner[D]) phaseCommand(p Phase[D], path string, setup Setup[D]) *cobra
 		Use:   p.Name,
 		Short: short,
 		Long:  p.Long,
-		Args:  cobra.NoArgs,
+		Args:  r.args(),
 	}
 	r.bindRun(cmd, path, setup)
 	if len(p.Phases) > 0 {
-		all := &cobra.Command{Use: "all", Short: "Run all of " + p.Name + "'s sub-phases", Args: cobra.NoArgs}
+		all := &cobra.Command{Use: "all", Short: "Run all of " + p.Name + "'s sub-phases", Args: r.args()}
 		r.bindRun(all, path, setup)
 		cmd.AddCommand(all)
 		for _, sub := range p.Phases {
@@ -51,8 +51,8 @@ func (r *Runner[D]) phaseCommand(p Phase[D], path string, setup Setup[D]) *cobra
 
 func (r *Runner[D]) bindRun(cmd *cobra.Command, path string, setup Setup[D]) {
 	build := setup(cmd)
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		d, o, err := build(cmd.Context())
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		d, o, err := build(cmd.Context(), args)
 		if err != nil {
 			return err
 		}
@@ -60,4 +60,11 @@ func (r *Runner[D]) bindRun(cmd *cobra.Command, path string, setup Setup[D]) {
 		o.Skip = nil
 		return r.Run(cmd.Context(), d, o)
 	}
+}
+
+func (r *Runner[D]) args() cobra.PositionalArgs {
+	if r.Args != nil {
+		return r.Args
+	}
+	return cobra.NoArgs
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
 
 // Phase is one step of a workflow, or a group of sub-phases.
@@ -73,6 +75,9 @@ type Options struct {
 // Runner runs a phase tree.
 type Runner[D any] struct {
 	Phases []Phase[D]
+	// Args checks the positional arguments of the generated phase
+	// commands (join's API server endpoint); nil accepts none.
+	Args cobra.PositionalArgs
 }
 
 // Paths lists every phase path, in order.

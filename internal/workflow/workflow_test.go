@@ -94,8 +94,8 @@ func TestHelpAndCommands(t *testing.T) {
 		}
 	}
 	d := &data{}
-	cmd := r.PhaseCommand(func(_ *cobra.Command) func(context.Context) (*data, Options, error) {
-		return func(context.Context) (*data, Options, error) { return d, Options{}, nil }
+	cmd := r.PhaseCommand(func(_ *cobra.Command) func(context.Context, []string) (*data, Options, error) {
+		return func(context.Context, []string) (*data, Options, error) { return d, Options{}, nil }
 	})
 	cmd.SetArgs([]string{"certs", "all"})
 	if err := cmd.Execute(); err != nil {

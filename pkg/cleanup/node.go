@@ -18,11 +18,11 @@ import (
 )
 
 // KillContainers kills and deletes every container of containerd's k8s.io
-// namespace through ctr, so that no pod process outlives the node. It
-// does nothing when the socket is not there.
-func KillContainers(ctx context.Context, socket string, out io.Writer) error {
+// namespace through ctr, so that no pod process outlives the node, and
+// returns their IDs. It does nothing when the socket is not there.
+func KillContainers(ctx context.Context, socket string, out io.Writer) ([]string, error) {
 	if _, err := os.Stat(socket); err != nil {
-		return nil
+		return nil, nil
 	}
 	ctr := func(args ...string) (string, error) {
 		cmd := exec.CommandContext(ctx, "ctr", append([]string{"--address", socket, "--namespace", "k8s.io"}, args...)...)
@@ -31,25 +31,26 @@ func KillContainers(ctx context.Context, socket string, out io.Writer) error {
 	}
 	list, err := ctr("tasks", "list", "--quiet")
 	if err != nil {
-		return fmt.Errorf("listing containers: %v: %s", err, list)
+		return nil, fmt.Errorf("listing containers: %v: %s", err, list)
 	}
 	tasks := strings.Fields(list)
 	// One call per task: --force kills the task's process and deletes the
 	// task once it has exited.
 	for _, id := range tasks {
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 		ctr("tasks", "delete", "--force", id) //nolint:errcheck
 	}
 	containers, _ := ctr("containers", "list", "--quiet")
-	for _, id := range strings.Fields(containers) {
+	ids := strings.Fields(containers)
+	for _, id := range ids {
 		ctr("containers", "delete", id) //nolint:errcheck
 	}
 	if len(tasks) > 0 {
 		fmt.Fprintf(out, "[reset] Stopped %d containers\n", len(tasks))
 	}
-	return nil
+	return append(ids, tasks...), nil
 }
 
 // KillProcesses kills every process whose command line mentions marker

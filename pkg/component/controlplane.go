@@ -12,6 +12,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+	"github.com/kubeboot/kubeboot/pkg/node"
 )
 
 // Ports the control plane listens on.
@@ -181,6 +182,9 @@ func (r Renderer) ControllerManager() Spec {
 	a.Set("secure-port", strconv.Itoa(ControllerManagerPort))
 	a.Set("service-account-private-key-file", r.pki("sa.key"))
 	a.Set("use-service-account-credentials", "true")
+	// The FlexVolume directory it creates, the kubelet's, under the root
+	// prefix (kubeadm mounts the host's into its static pod).
+	a.Set("flex-volume-plugin-dir", r.FS.Path(node.VolumePluginDir))
 	// The controller-manager's client rate is the scheduler's and the
 	// kubelet's (50/s) rather than its own default of 20/s, with a burst of
 	// 200 rather than 30: with one service account per controller it makes

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/node"
 )
 
@@ -66,12 +67,22 @@ func (r Renderer) KubeletSpec() Spec {
 	if r.ManagedContainerd() {
 		after = []string{Containerd}
 	}
+	dirs := []Dir{{Path: r.FS.Path(node.KubeletDir), Mode: 0o700}}
+	if c.Kubelet == nil || c.Kubelet.CgroupRoot == "" {
+		// The node's parent cgroup, the kubelet's cgroup root (see
+		// node.LocalKubeletConfiguration): the kubelet requires it to
+		// exist, and it is gone after a reboot.
+		_, cgroups := cpugroup.Parent(r.FS.Path("/"))
+		for _, d := range cgroups {
+			dirs = append(dirs, Dir{Path: d, Mode: 0o755})
+		}
+	}
 	return Spec{
 		Name:  Kubelet,
 		Args:  a.List(),
 		After: after,
 		Probe: Probe{URL: fmt.Sprintf("http://127.0.0.1:%d/healthz", KubeletHealthzPort)},
-		Dirs:  []Dir{{Path: r.FS.Path(node.KubeletDir), Mode: 0o700}},
+		Dirs:  dirs,
 	}
 }
 

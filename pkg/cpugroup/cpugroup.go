@@ -16,8 +16,6 @@
 package cpugroup
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -25,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
 
 // The groups.
@@ -45,16 +45,28 @@ const (
 // by reset with cleanup.RemoveCgroups(Name(rootPrefix)).
 var Root = "/sys/fs/cgroup"
 
-// Name is the cgroup that holds a node's groups. A node whose root
-// prefix is "/" uses "kubeboot"; nodes under another prefix (several on
-// one machine, in tests) get a name of their own.
-func Name(rootPrefix string) string {
-	rootPrefix = filepath.Clean(rootPrefix)
-	if rootPrefix == "/" {
-		return "kubeboot"
+// Name is the cgroup that holds a node's processes and pods: the node's
+// tag (fsys.Tag), "kubeboot" for root prefix "/".
+func Name(rootPrefix string) string { return fsys.Tag(rootPrefix) }
+
+// Parent returns the node's parent cgroup as the kubelet names its
+// --cgroup-root ("/kubeboot"), and the directories that make it, one in
+// every hierarchy (every cgroup v1 hierarchy, or the v2 tree): the
+// kubelet requires its cgroup root to exist in all of them.
+func Parent(rootPrefix string) (name string, dirs []string) {
+	name = Name(rootPrefix)
+	if _, err := os.Stat(filepath.Join(Root, "cgroup.controllers")); err == nil {
+		return "/" + name, []string{filepath.Join(Root, name)}
 	}
-	sum := sha256.Sum256([]byte(rootPrefix))
-	return "kubeboot-" + hex.EncodeToString(sum[:4])
+	entries, _ := os.ReadDir(Root)
+	for _, e := range entries {
+		// Named and co-mounted hierarchies are links or directories;
+		// links (cpu -> cpu,cpuacct) would repeat a hierarchy.
+		if e.IsDir() && e.Type()&os.ModeSymlink == 0 {
+			dirs = append(dirs, filepath.Join(Root, e.Name(), name))
+		}
+	}
+	return "/" + name, dirs
 }
 
 // Groups are one node's CPU groups.

@@ -62,3 +62,35 @@ func TestGroupsV1(t *testing.T) {
 		t.Fatalf("cgroup.procs = %q", b)
 	}
 }
+
+func TestParent(t *testing.T) {
+	old := Root
+	Root = t.TempDir()
+	defer func() { Root = old }()
+	for _, d := range []string{"cpu", "memory", "pids", "unified"} {
+		if err := os.Mkdir(filepath.Join(Root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("cpu", filepath.Join(Root, "cpu,cpuacct")); err != nil {
+		t.Fatal(err)
+	}
+	name, dirs := Parent("/tmp/a/root")
+	if name != "/"+Name("/tmp/a/root") {
+		t.Errorf("parent %q", name)
+	}
+	if len(dirs) != 4 {
+		t.Fatalf("v1: %d dirs, want one per hierarchy (links skipped): %v", len(dirs), dirs)
+	}
+	for _, d := range dirs {
+		if filepath.Base(d) != Name("/tmp/a/root") {
+			t.Errorf("dir %s", d)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(Root, "cgroup.controllers"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, dirs := Parent("/"); len(dirs) != 1 || dirs[0] != filepath.Join(Root, "kubeboot") {
+		t.Errorf("v2: %v", dirs)
+	}
+}

@@ -5,6 +5,8 @@
 package fsys
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -141,4 +143,17 @@ func Exists(f FS, nodePath string) bool {
 	}
 	_, err := os.Stat(f.Path(nodePath))
 	return !errors.Is(err, fs.ErrNotExist)
+}
+
+// Tag names a node among the nodes of one machine, for what cannot sit
+// under its root prefix: its cgroups, its CNI network. A node whose root
+// prefix is "/" is "kubeboot"; a node under another prefix (several on one
+// machine, in tests) is "kubeboot-" and 8 hex digits of the prefix's hash.
+func Tag(rootPrefix string) string {
+	rootPrefix = filepath.Clean(rootPrefix)
+	if rootPrefix == "/" {
+		return "kubeboot"
+	}
+	sum := sha256.Sum256([]byte(rootPrefix))
+	return "kubeboot-" + hex.EncodeToString(sum[:4])
 }

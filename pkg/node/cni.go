@@ -17,7 +17,7 @@ import (
 func CNIConfList(fs fsys.FS, podCIDR string) ([]byte, error) {
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
-		"name":       "kubeboot",
+		"name":       CNINetwork(fs),
 		"plugins": []any{
 			map[string]any{
 				"type": "bridge", "bridge": BridgeName, "isGateway": true, "hairpinMode": true,

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
 
@@ -93,10 +94,26 @@ func ClusterDNSIP(serviceSubnet string) string {
 // LocalKubeletConfiguration is the kubelet's /var/lib/kubelet/config.yaml
 // on this node: the cluster-wide configuration with its paths under the
 // root prefix and the node's CRI endpoint.
+//
+// It also keeps the node apart from other nodes of the same machine: its
+// pods' cgroups under the node's own parent cgroup (the kubelet removes
+// every pod cgroup under its root that it does not know, so two kubelets
+// sharing "/" deleted each other's pods), and its pods' logs under the
+// root prefix.
 func LocalKubeletConfiguration(c *config.Config, fs fsys.FS, criEndpoint string) ([]byte, error) {
 	k := KubeletConfiguration(c)
 	k.Authentication.X509.ClientCAFile = fs.Path(k.Authentication.X509.ClientCAFile)
 	k.StaticPodPath = fs.Path(k.StaticPodPath)
 	k.ContainerRuntimeEndpoint = criEndpoint
+	if k.CgroupRoot == "" {
+		k.CgroupRoot, _ = cpugroup.Parent(fs.Path("/"))
+	}
+	if k.PodLogsDir == "" {
+		k.PodLogsDir = fs.Path(PodLogsDir)
+	}
+	if k.VolumePluginDir == "" {
+		// The kubelet creates its FlexVolume plugin directory.
+		k.VolumePluginDir = fs.Path(VolumePluginDir)
+	}
 	return yaml.Marshal(k)
 }

@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -22,6 +23,9 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kubeboot/kubeboot/pkg/cleanup"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
 
 // Host is one test host.
@@ -121,9 +125,31 @@ func run(name string, args ...string) error {
 	return nil
 }
 
+// Options shape a host beyond its name and address.
+type Options struct {
+	// Network, when set, connects the host's eth0 to the network's bridge,
+	// so that hosts on it reach each other; without it the host is alone.
+	Network *Network
+	// ExtraIPs are further addresses of eth0 (/24 each).
+	ExtraIPs []string
+	// ResolvConf is the host's /etc/resolv.conf; empty means
+	// "nameserver 127.0.0.1", a local resolver as on hosts running
+	// systemd-resolved or dnsmasq.
+	ResolvConf string
+	// SystemdResolved, when set, is the content of
+	// /run/systemd/resolve/resolv.conf: the host looks like one whose
+	// systemd-resolved knows these upstream servers.
+	SystemdResolved string
+}
+
 // New creates a host named name with address ip/24, its root prefix
 // under dir. On error, whatever was created is removed.
-func New(name, ip, dir, binary string) (h *Host, err error) {
+func New(name, ip, dir, binary string) (*Host, error) {
+	return NewWith(name, ip, dir, binary, Options{})
+}
+
+// NewWith creates a host as New does, shaped by o.
+func NewWith(name, ip, dir, binary string, o Options) (h *Host, err error) {
 	h = &Host{Name: name, IP: ip, Root: filepath.Join(dir, "root"), Binary: binary, dir: dir}
 	defer func() {
 		if err != nil {
@@ -134,26 +160,45 @@ func New(name, ip, dir, binary string) (h *Host, err error) {
 	if err = os.MkdirAll(h.Root, 0o755); err != nil {
 		return h, err
 	}
-	veth := "kb" + strconv.FormatInt(time.Now().UnixNano()%1e8, 36)
+	veth := vethName()
 	steps := [][]string{
 		{"ip", "netns", "add", name},
 		{"ip", "link", "add", veth + "a", "type", "veth", "peer", "name", veth + "b"},
 		{"ip", "link", "set", veth + "a", "netns", name},
-		{"ip", "link", "set", veth + "b", "netns", name},
-		{"ip", "-n", name, "link", "set", veth + "a", "name", "eth0"},
-		{"ip", "-n", name, "addr", "add", ip + "/24", "dev", "eth0"},
-		{"ip", "-n", name, "link", "set", "eth0", "up"},
-		{"ip", "-n", name, "link", "set", veth + "b", "up"},
-		{"ip", "-n", name, "link", "set", "lo", "up"},
-		{"ip", "-n", name, "route", "add", "default", "dev", "eth0"},
 	}
+	if o.Network != nil {
+		// The peer plugs into the network's bridge.
+		steps = append(steps,
+			[]string{"ip", "link", "set", veth + "b", "netns", o.Network.Name},
+			[]string{"ip", "-n", o.Network.Name, "link", "set", veth + "b", "master", bridgeName},
+			[]string{"ip", "-n", o.Network.Name, "link", "set", veth + "b", "up"})
+	} else {
+		// The peer stays in the namespace, up, so that eth0 is up.
+		steps = append(steps,
+			[]string{"ip", "link", "set", veth + "b", "netns", name},
+			[]string{"ip", "-n", name, "link", "set", veth + "b", "up"})
+	}
+	steps = append(steps,
+		[]string{"ip", "-n", name, "link", "set", veth + "a", "name", "eth0"},
+		[]string{"ip", "-n", name, "addr", "add", ip + "/24", "dev", "eth0"})
+	for _, extra := range o.ExtraIPs {
+		steps = append(steps, []string{"ip", "-n", name, "addr", "add", extra + "/24", "dev", "eth0"})
+	}
+	steps = append(steps,
+		[]string{"ip", "-n", name, "link", "set", "eth0", "up"},
+		[]string{"ip", "-n", name, "link", "set", "lo", "up"},
+		[]string{"ip", "-n", name, "route", "add", "default", "dev", "eth0"})
 	for _, s := range steps {
 		if err = run(s[0], s[1:]...); err != nil {
 			return h, err
 		}
 	}
+	resolvConf := o.ResolvConf
+	if resolvConf == "" {
+		resolvConf = "nameserver 127.0.0.1\n"
+	}
 	resolv := filepath.Join(dir, "resolv.conf")
-	if err = os.WriteFile(resolv, []byte("nameserver 127.0.0.1\n"), 0o644); err != nil {
+	if err = os.WriteFile(resolv, []byte(resolvConf), 0o644); err != nil {
 		return h, err
 	}
 	cg := filepath.Join(dir, "cgroup")
@@ -168,8 +213,20 @@ mount --rbind /sys/fs/cgroup %[1]s
 mount -t sysfs sysfs /sys
 mount --move %[1]s /sys/fs/cgroup
 mount --bind %[2]s /etc/resolv.conf
-echo ready
-exec sleep infinity`, cg, resolv)
+`, cg, resolv)
+	if o.SystemdResolved != "" {
+		// A tmpfs over /run/systemd (it exists on Debian even without
+		// systemd running) holds the fake resolver's upstream file.
+		upstream := filepath.Join(dir, "systemd-resolved.conf")
+		if err = os.WriteFile(upstream, []byte(o.SystemdResolved), 0o644); err != nil {
+			return h, err
+		}
+		script += fmt.Sprintf(`mount -t tmpfs tmpfs /run/systemd
+mkdir -p /run/systemd/resolve
+cp %s /run/systemd/resolve/resolv.conf
+`, upstream)
+	}
+	script += "echo ready\nexec sleep infinity"
 	h.holder = exec.Command("nsenter", "--net=/run/netns/"+name, "unshare", "--mount", "--propagation", "slave", "sh", "-c", script)
 	var out bytes.Buffer
 	h.holder.Stdout, h.holder.Stderr = &out, &out
@@ -188,6 +245,49 @@ exec sleep infinity`, cg, resolv)
 	time.Sleep(20 * time.Millisecond)
 	return h, nil
 }
+
+// vethName returns a link name no other test host uses at the moment.
+func vethName() string {
+	vethSeq.Lock()
+	defer vethSeq.Unlock()
+	vethSeq.n++
+	return "kb" + strconv.FormatInt(time.Now().UnixNano()%1e6, 36) + strconv.Itoa(vethSeq.n)
+}
+
+var vethSeq struct {
+	sync.Mutex
+	n int
+}
+
+// bridgeName is the bridge of a Network, inside its own namespace.
+const bridgeName = "br0"
+
+// Network is a switch that several hosts plug into: a bridge in a network
+// namespace of its own, so that nothing the hosts send leaves the
+// namespaces the test made.
+type Network struct {
+	Name string
+}
+
+// NewNetwork creates the network's namespace and bridge.
+func NewNetwork(name string) (*Network, error) {
+	n := &Network{Name: name}
+	for _, s := range [][]string{
+		{"ip", "netns", "add", name},
+		{"ip", "-n", name, "link", "add", bridgeName, "type", "bridge"},
+		{"ip", "-n", name, "link", "set", bridgeName, "up"},
+	} {
+		if err := run(s[0], s[1:]...); err != nil {
+			n.Close()
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
+// Close removes the network's namespace, its bridge and the hosts' peers
+// plugged into it.
+func (n *Network) Close() error { return run("ip", "netns", "del", n.Name) }
 
 // Command returns a command that runs inside the host (its network and
 // mount namespaces).
@@ -245,6 +345,13 @@ func (h *Host) Processes() []int {
 	return livePIDs(func(pid int) bool { return procFileContains(pid, "cmdline", h.Root) })
 }
 
+// Pods lists the live processes of the host's pods: those in the cgroups
+// under its node's parent cgroup.
+func (h *Host) Pods() []int {
+	parent := "/" + fsys.Tag(h.Root) + "/"
+	return livePIDs(func(pid int) bool { return procFileContains(pid, "cgroup", parent) })
+}
+
 // PodProcesses lists the live processes in the kubelet's pod cgroups:
 // the containers, whose command lines do not name any root prefix.
 func PodProcesses() []int {
@@ -254,9 +361,10 @@ func PodProcesses() []int {
 // Close stops every process of the host, removes its namespace and its
 // directory. It is safe to call more than once.
 func (h *Host) Close() error {
-	for _, pid := range h.Processes() {
+	for _, pid := range append(h.Processes(), h.Pods()...) {
 		syscall.Kill(pid, syscall.SIGKILL) //nolint:errcheck
 	}
+	defer cleanup.RemoveCgroups(fsys.Tag(h.Root), io.Discard)
 	if h.holder != nil && h.holder.Process != nil {
 		h.holder.Process.Kill() //nolint:errcheck
 		h.holder.Wait()         //nolint:errcheck

@@ -1,0 +1,245 @@
+// Package resetphases declares the phase tree of `kubeboot reset`,
+// kubeadm's: preflight, remove-etcd-member, cleanup-node. Reset removes
+// everything this node made, under its root prefix and at the machine-wide
+// paths upstream components use, and nothing of another node's.
+package resetphases
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"golang.org/x/term"
+
+	"github.com/kubeboot/kubeboot/internal/workflow"
+	"github.com/kubeboot/kubeboot/pkg/apiclient"
+	"github.com/kubeboot/kubeboot/pkg/cleanup"
+	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/cpugroup"
+	"github.com/kubeboot/kubeboot/pkg/daemon"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+	"github.com/kubeboot/kubeboot/pkg/netagent"
+	"github.com/kubeboot/kubeboot/pkg/node"
+)
+
+// Data is what every reset phase works on.
+type Data struct {
+	FS  fsys.FS
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+	// Force skips the confirmation.
+	Force bool
+	// CertDir is a certificates dir outside /etc/kubernetes to remove too.
+	CertDir string
+	// StopDaemon stops the node daemon and its components.
+	StopDaemon func(ctx context.Context) error
+}
+
+func (d *Data) logf(format string, args ...any) { fmt.Fprintf(d.Out, format+"\n", args...) }
+
+type phase = workflow.Phase[*Data]
+
+// Phases returns the reset tree.
+func Phases() []phase {
+	return []phase{
+		{Name: "preflight", Short: "Run reset pre-flight checks", Run: runPreflight},
+		{Name: "remove-etcd-member", Short: "Remove a local etcd member", RunIf: hasLocalEtcd,
+			Run: func(_ context.Context, d *Data) error {
+				d.logf("[reset] The local etcd member is its cluster's only one: its data directory goes with cleanup-node")
+				return nil
+			}},
+		{Name: "cleanup-node", Short: "Run cleanup node", Run: runCleanupNode},
+	}
+}
+
+func hasLocalEtcd(d *Data) bool { return fsys.Exists(d.FS, component.SpecPath(component.Etcd)) }
+
+func runPreflight(_ context.Context, d *Data) error {
+	d.logf("[preflight] Running pre-flight checks")
+	if d.Force || d.FS.DryRun() {
+		return nil
+	}
+	f, ok := d.In.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return fmt.Errorf("reset removes this node's cluster state under %s: confirm with --force when not on a terminal", d.FS.Path("/"))
+	}
+	fmt.Fprintf(d.Out, "[reset] WARNING: Changes made to this host by 'kubeboot init' or 'kubeboot join' will be reverted.\n[reset] Are you sure you want to proceed? [y/N]: ")
+	answer, _ := bufio.NewReader(d.In).ReadString('\n')
+	if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		return fmt.Errorf("aborted reset operation")
+	}
+	return nil
+}
+
+// nodeStatePaths are the node paths kubeboot creates, besides the etcd
+// data dir (read from the etcd spec) and the certificates dir.
+var nodeStatePaths = []string{"/etc/kubernetes", "/var/lib/kubeboot", daemon.LogDir, daemon.RunDir,
+	node.KubeletDir, node.KubeProxyDir, node.CNIConfDir, node.CNIDataDir, node.PodLogsDir}
+
+func runCleanupNode(ctx context.Context, d *Data) error {
+	fs := d.FS
+	paths := append([]string(nil), nodeStatePaths...)
+	if d.CertDir != "" {
+		paths = append(paths, d.CertDir)
+	}
+	if dd := etcdDataDir(fs); dd != "" {
+		paths = append(paths, dd)
+	}
+	if entries, err := os.ReadDir(fs.Path(node.VolumePluginDir)); err == nil && len(entries) == 0 {
+		// The kubelet made it; FlexVolume drivers someone installed stay.
+		paths = append(paths, node.VolumePluginDir)
+	}
+	if fs.DryRun() {
+		if pid := daemon.Running(fs); pid != 0 {
+			d.logf("[dryrun] Would stop every container, the kubeboot daemon (pid %d) and its components", pid)
+		}
+		_, err := cleanup.Remove(fs, paths, d.Out)
+		return err
+	}
+	worker := !fsys.Exists(fs, component.SpecPath(component.APIServer)) && fsys.Exists(fs, component.SpecPath(component.Kubelet))
+	name := nodeName(fs) // before the kubelet's spec goes
+	// The kubelet first, or it restarts the containers we kill (and
+	// registers the Node again); then the containers, while containerd
+	// still runs: they are not the daemon's children and would outlive it.
+	d.logf("[reset] Stopping the kubelet")
+	if err := daemon.StopComponent(ctx, fs, component.Kubelet, time.Minute); err != nil {
+		return err
+	}
+	if worker && name != "" {
+		d.deleteNode(ctx, name)
+	}
+	ids, err := cleanup.KillContainers(ctx, fs.Path(node.ContainerdSocket), d.Out)
+	if err != nil {
+		fmt.Fprintf(d.Err, "[reset] %v\n", err)
+	}
+	if err := d.StopDaemon(ctx); err != nil {
+		return err
+	}
+	cleanup.KillProcesses(fs.Path(node.ContainerdState), d.Out)
+	group := cpugroup.Name(fs.Path("/"))
+	cleanup.KillCgroup(path.Join(group, "kubepods"), d.Out)
+	// Only under kubeboot's own directories: with --root / an unmount under
+	// the root would take the host's mounts.
+	d.logf("[reset] Unmounting mounted directories in %q", fs.Path(node.KubeletDir))
+	for _, dir := range []string{node.KubeletDir, node.ContainerdState, node.ContainerdRoot, daemon.RunDir} {
+		if err := cleanup.Unmount(fs.Path(dir), d.Out); err != nil {
+			return err
+		}
+	}
+	cleanup.DeleteLink(node.BridgeName, d.Out)
+	if err := cleanup.FlushChains([]string{"KUBE-", "CNI-", netagent.ChainPrefix}, d.Out); err != nil {
+		fmt.Fprintf(d.Err, "[reset] %v\n", err)
+	}
+	cleanup.RemoveCgroups(group, d.Out)
+	if fs.Path("/") == "/" && len(cleanup.OtherNodeProcesses()) > 0 {
+		paths = keepShared(paths)
+	}
+	removed, err := cleanup.Remove(fs, paths, d.Out)
+	if err != nil {
+		return err
+	}
+	shared := cleanup.Shared{
+		PodLogsDir: fs.Path(node.PodLogsDir), CNINetwork: node.CNINetwork(fs),
+		ContainerdAddress: fs.Path(node.ContainerdSocket), ContainerIDs: ids, Out: d.Out,
+	}
+	if err := shared.Remove(); err != nil {
+		return err
+	}
+	if len(removed) == 0 {
+		d.logf("[reset] Nothing to remove under %s", fs.Path("/"))
+	}
+	return nil
+}
+
+// deleteNode removes this worker's Node object with its own credentials
+// (init grants nodes that, for their own Node only). When the API server
+// cannot be reached, it says what to do instead.
+func (d *Data) deleteNode(ctx context.Context, name string) {
+	file := d.FS.Path(path.Join(kubeconfig.Dir, kubeconfig.Kubelet))
+	c, rc, err := apiclient.FromKubeconfig(file, "")
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		err = c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			d.logf("[reset] Node %q is not in the cluster (any more)", name)
+			return
+		}
+		if err == nil {
+			d.logf("[reset] Deleted Node %q from the cluster at %s", name, rc.Host)
+			return
+		}
+	}
+	d.logf("[reset] Could not delete Node %q from the cluster (%v): remove it on a control-plane node with `kubectl delete node %s`", name, err, name)
+}
+
+// nodeName reads the node's name from its kubelet spec.
+func nodeName(fs fsys.FS) string {
+	for _, a := range specArgs(fs, component.Kubelet) {
+		if v, ok := strings.CutPrefix(a, "--hostname-override="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func specArgs(fs fsys.FS, name string) []string {
+	b, err := fs.ReadFile(component.SpecPath(name))
+	if err != nil {
+		return nil
+	}
+	var spec component.Spec
+	if json.Unmarshal(b, &spec) != nil {
+		return nil
+	}
+	return spec.Args
+}
+
+// etcdDataDir reads the local etcd member's data dir from its spec, so
+// that a custom etcd.local.dataDir is removed too.
+func etcdDataDir(fs fsys.FS) string {
+	for _, a := range specArgs(fs, component.Etcd) {
+		if v, ok := strings.CutPrefix(a, "--data-dir="); ok {
+			// The spec holds host paths; turn it back into a node path.
+			root := fs.Path("/")
+			if rel, ok := strings.CutPrefix(v, strings.TrimSuffix(root, "/")); ok && path.IsAbs(rel) {
+				return rel
+			}
+			return v
+		}
+	}
+	return "/var/lib/etcd"
+}
+
+// keepShared replaces, in paths, the node's directories that hold a
+// machine-wide path (on root prefix "/") by their other entries: another
+// node's kubelet listens in /var/lib/kubelet/device-plugins, and its
+// containerd caches CNI results in /var/lib/cni/results.
+func keepShared(paths []string) []string {
+	shared := map[string]string{node.KubeletDir: cleanup.DevicePlugins, node.CNIDataDir: path.Join(cleanup.CNICache, "results")}
+	var out []string
+	for _, p := range paths {
+		keep, ok := shared[p]
+		if !ok {
+			out = append(out, p)
+			continue
+		}
+		entries, _ := os.ReadDir(p)
+		for _, e := range entries {
+			if child := path.Join(p, e.Name()); child != keep {
+				out = append(out, child)
+			}
+		}
+	}
+	return out
+}
