@@ -38,6 +38,19 @@ type Spec struct {
 	// Renewable files carry certificates kubeboot re-issues on renewal;
 	// kubelet.conf is left to the kubelet's own rotation, as kubeadm does.
 	Renewable bool
+	// Local files point at this node's own API server rather than at the
+	// control-plane endpoint, as kubeadm v1.37 writes kubelet.conf,
+	// controller-manager.conf and scheduler.conf: a control plane's own
+	// components need no load balancer or VIP to reach their API server.
+	Local bool
+}
+
+// Server is the API server URL the file names.
+func (s Spec) Server(c *config.Config) string {
+	if s.Local {
+		return LocalURL(c)
+	}
+	return ServerURL(c)
 }
 
 // List returns the kubeconfig files of a control-plane node, in kubeadm's
@@ -52,11 +65,11 @@ func List(c *config.Config) []Spec {
 			Short: "Generate a kubeconfig file for the admin to use and for kubeboot itself"},
 		{Name: "super-admin", FileName: "super-admin.conf", ClientName: "kubernetes-super-admin", Organizations: []string{"system:masters"}, Renewable: true,
 			Short: "Generate a kubeconfig file for the super-admin (bypasses RBAC)"},
-		{Name: "kubelet", FileName: "kubelet.conf", ClientName: "system:node:" + node, Organizations: []string{"system:nodes"},
+		{Name: "kubelet", FileName: "kubelet.conf", ClientName: "system:node:" + node, Organizations: []string{"system:nodes"}, Local: true,
 			Short: "Generate a kubeconfig file for the kubelet to use *only* for cluster bootstrapping purposes"},
-		{Name: "controller-manager", FileName: "controller-manager.conf", ClientName: "system:kube-controller-manager", Renewable: true,
+		{Name: "controller-manager", FileName: "controller-manager.conf", ClientName: "system:kube-controller-manager", Renewable: true, Local: true,
 			Short: "Generate a kubeconfig file for the controller manager to use"},
-		{Name: "scheduler", FileName: "scheduler.conf", ClientName: "system:kube-scheduler", Renewable: true,
+		{Name: "scheduler", FileName: "scheduler.conf", ClientName: "system:kube-scheduler", Renewable: true, Local: true,
 			Short: "Generate a kubeconfig file for the scheduler to use"},
 		// kube-proxy runs on the host under the node daemon rather than as a
 		// DaemonSet, so it gets a kubeconfig of its own (its identity is
@@ -66,9 +79,10 @@ func List(c *config.Config) []Spec {
 	}
 }
 
-// ServerURL is the API server URL every kubeconfig uses: the
-// control-plane endpoint when one is given (with the bind port when it
-// names no port), else the advertise address.
+// ServerURL is the control-plane endpoint as a URL: the
+// controlPlaneEndpoint when one is given (with the bind port when it names
+// no port), else this node's advertise address. admin.conf,
+// super-admin.conf, kube-proxy.conf and cluster-info name it.
 func ServerURL(c *config.Config) string {
 	port := strconv.Itoa(int(c.Init.LocalAPIEndpoint.BindPort))
 	if ep := c.Cluster.ControlPlaneEndpoint; ep != "" {
@@ -78,6 +92,13 @@ func ServerURL(c *config.Config) string {
 		return "https://" + net.JoinHostPort(ep, port)
 	}
 	return "https://" + net.JoinHostPort(c.Init.LocalAPIEndpoint.AdvertiseAddress, port)
+}
+
+// LocalURL is this node's own API server: its advertise address and bind
+// port (kubeadm's LocalAPIEndpoint).
+func LocalURL(c *config.Config) string {
+	e := c.Init.LocalAPIEndpoint
+	return "https://" + net.JoinHostPort(e.AdvertiseAddress, strconv.Itoa(int(e.BindPort)))
 }
 
 // Build returns a kubeconfig with one cluster, one user and one context.
@@ -133,7 +154,7 @@ func (w *Writer) Ensure(s Spec) error {
 	if err != nil {
 		return err
 	}
-	server := ServerURL(w.Cfg)
+	server := s.Server(w.Cfg)
 	if fsys.Exists(w.FS, file) {
 		if err := w.check(file, ca.Cert, server); err != nil {
 			return err

@@ -64,16 +64,21 @@ func TestKubeconfigIdentities(t *testing.T) {
 	caPEM, _ := os.ReadFile(filepath.Join(root, "etc/kubernetes/pki/ca.crt"))
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(caPEM)
+	// As kubeadm v1.37: the admin files and kube-proxy go through the
+	// control-plane endpoint, the control plane's own components (and its
+	// kubelet) straight to this node's API server.
+	const endpoint, local = "https://vip.example.com:8443", "https://10.10.0.2:6443"
 	want := map[string]struct {
-		cn   string
-		orgs []string
+		cn     string
+		orgs   []string
+		server string
 	}{
-		"admin.conf":              {"kubernetes-admin", []string{"kubeadm:cluster-admins"}},
-		"super-admin.conf":        {"kubernetes-super-admin", []string{"system:masters"}},
-		"kubelet.conf":            {"system:node:node-a", []string{"system:nodes"}},
-		"controller-manager.conf": {"system:kube-controller-manager", nil},
-		"scheduler.conf":          {"system:kube-scheduler", nil},
-		"kube-proxy.conf":         {"system:kube-proxy", nil},
+		"admin.conf":              {"kubernetes-admin", []string{"kubeadm:cluster-admins"}, endpoint},
+		"super-admin.conf":        {"kubernetes-super-admin", []string{"system:masters"}, endpoint},
+		"kubelet.conf":            {"system:node:node-a", []string{"system:nodes"}, local},
+		"controller-manager.conf": {"system:kube-controller-manager", nil, local},
+		"scheduler.conf":          {"system:kube-scheduler", nil, local},
+		"kube-proxy.conf":         {"system:kube-proxy", nil, endpoint},
 	}
 	for file, w := range want {
 		t.Run(file, func(t *testing.T) {
@@ -89,8 +94,8 @@ func TestKubeconfigIdentities(t *testing.T) {
 			if err != nil {
 				t.Fatalf("clientcmd cannot load it: %v", err)
 			}
-			if rc.Host != "https://vip.example.com:8443" {
-				t.Errorf("server %s, want the control-plane endpoint", rc.Host)
+			if rc.Host != w.server {
+				t.Errorf("server %s, want %s", rc.Host, w.server)
 			}
 			kc, _ := clientcmd.LoadFromFile(p)
 			if kc.CurrentContext != w.cn+"@kubernetes" {
