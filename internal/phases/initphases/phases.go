@@ -19,26 +19,23 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/bootstrap"
 	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/config"
-	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/discovery"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/node"
+	"github.com/kubeboot/kubeboot/pkg/nodeup"
 	"github.com/kubeboot/kubeboot/pkg/pki"
 	"github.com/kubeboot/kubeboot/pkg/preflight"
 )
 
 // Data is what every init phase works on.
 type Data struct {
-	Cfg         *config.Config
-	FS          fsys.FS
-	Out         io.Writer
-	PKI         *pki.Generator
-	Kubeconfigs *kubeconfig.Writer
-	// Exe is the kubeboot binary the node daemon runs components from.
-	Exe string
-	// Start is when init started; progress lines count from it.
-	Start                 time.Time
+	// Node hands components to the node daemon and brings the node side
+	// up; init's control plane goes through it too.
+	*nodeup.Node
+	Cfg                   *config.Config
+	PKI                   *pki.Generator
+	Kubeconfigs           *kubeconfig.Writer
 	IgnorePreflightErrors []string
 	UploadCerts           bool
 	SkipTokenPrint        bool
@@ -49,20 +46,16 @@ type Data struct {
 	// runs workloads.
 	SingleNode bool
 
-	// StartedDaemon is set when this run started the node daemon, so that
-	// an interrupted init stops what it started.
-	StartedDaemon bool
-	client        kubernetes.Interface
-	// imported receives the result of the image import kubelet-start
-	// starts; the add-ons wait for it before creating pods.
-	imported chan error
+	client kubernetes.Interface
 }
 
 // NewData wires the domain objects of one init run.
 func NewData(cfg *config.Config, fs fsys.FS, out io.Writer) *Data {
 	g := &pki.Generator{FS: fs, Cfg: cfg, Out: out}
 	return &Data{
-		Cfg: cfg, FS: fs, Out: out, PKI: g, Start: time.Now(),
+		Node: &nodeup.Node{Cfg: cfg, FS: fs, Out: out, Start: time.Now(),
+			Timeout: cfg.Init.Timeouts.ControlPlaneComponentHealthCheck.Duration},
+		Cfg: cfg, PKI: g,
 		Kubeconfigs: &kubeconfig.Writer{FS: fs, Cfg: cfg, PKI: g, Out: out},
 	}
 }
@@ -86,12 +79,6 @@ func (d *Data) PrepareKeys() {
 	}
 	d.PKI.Keys = pki.NewKeyPool(d.Cfg.Cluster.EncryptionAlgorithm, n)
 }
-
-func (d *Data) logf(format string, args ...any) { fmt.Fprintf(d.Out, format+"\n", args...) }
-
-func (d *Data) since() string { return time.Since(d.Start).Round(time.Millisecond).String() }
-
-func (d *Data) renderer() component.Renderer { return component.Renderer{Cfg: d.Cfg, FS: d.FS} }
 
 func (d *Data) localServer() string {
 	return fmt.Sprintf("https://127.0.0.1:%d", d.Cfg.Init.LocalAPIEndpoint.BindPort)
@@ -118,7 +105,7 @@ func (d *Data) apiTimeout() time.Duration { return d.Cfg.Init.Timeouts.Kubernete
 // what it would do.
 func (d *Data) withClient(ctx context.Context, what string, f func(context.Context, kubernetes.Interface) error) error {
 	if d.FS.DryRun() {
-		d.logf("[dryrun] Would %s", what)
+		d.Logf("[dryrun] Would %s", what)
 		return nil
 	}
 	c, err := d.Client()
@@ -147,7 +134,7 @@ func Phases() []phase {
 		}},
 		{Name: "control-plane", Short: "Generate the configuration for and start the control-plane components",
 			Run: func(_ context.Context, d *Data) error {
-				d.logf("[control-plane] Using component spec folder %q", d.FS.Path(component.SpecDir))
+				d.Logf("[control-plane] Using component spec folder %q", d.FS.Path(component.SpecDir))
 				return nil
 			},
 			Phases: []phase{
@@ -159,13 +146,13 @@ func Phases() []phase {
 		{Name: "wait-control-plane", Short: "Wait for the control plane to start", Run: runWaitControlPlane},
 		{Name: "upload-config", Short: "Upload the kubeadm and kubelet configuration to a ConfigMap", Phases: []phase{
 			{Name: "kubeadm", Short: "Upload the kubeadm ClusterConfiguration to a ConfigMap", Run: func(ctx context.Context, d *Data) error {
-				d.logf("[upload-config] Storing the configuration used in ConfigMap %q in the %q Namespace", bootstrap.KubeadmConfigMap, "kube-system")
+				d.Logf("[upload-config] Storing the configuration used in ConfigMap %q in the %q Namespace", bootstrap.KubeadmConfigMap, "kube-system")
 				return d.withClient(ctx, "upload the ClusterConfiguration", func(ctx context.Context, c kubernetes.Interface) error {
 					return bootstrap.UploadKubeadmConfig(ctx, c, d.Cfg)
 				})
 			}},
 			{Name: "kubelet", Short: "Upload the kubelet component config to a ConfigMap", Run: func(ctx context.Context, d *Data) error {
-				d.logf("[kubelet] Creating a ConfigMap %q in namespace kube-system with the configuration for the kubelets in the cluster", bootstrap.KubeletConfigMap)
+				d.Logf("[kubelet] Creating a ConfigMap %q in namespace kube-system with the configuration for the kubelets in the cluster", bootstrap.KubeletConfigMap)
 				return d.withClient(ctx, "upload the KubeletConfiguration", func(ctx context.Context, c kubernetes.Interface) error {
 					return bootstrap.UploadKubeletConfig(ctx, c, d.Cfg)
 				})
@@ -186,7 +173,7 @@ func Phases() []phase {
 }
 
 func runPreflight(_ context.Context, d *Data) error {
-	d.logf("[preflight] Running pre-flight checks")
+	d.Logf("[preflight] Running pre-flight checks")
 	c := d.Cfg
 	checks := []preflight.Check{preflight.IsPrivilegedUser()}
 	ports := []int{int(c.Init.LocalAPIEndpoint.BindPort), component.SchedulerPort, component.ControllerManagerPort}
@@ -196,19 +183,13 @@ func runPreflight(_ context.Context, d *Data) error {
 	for _, p := range ports {
 		checks = append(checks, preflight.Port(p))
 	}
-	for _, name := range []string{component.APIServer, component.ControllerManager, component.Scheduler, component.Etcd, component.Kubelet, component.Containerd} {
+	for _, name := range []string{component.APIServer, component.ControllerManager, component.Scheduler, component.Etcd} {
 		checks = append(checks, preflight.FileAvailable(d.FS, component.SpecPath(name)))
 	}
 	if c.Cluster.Etcd.Local != nil {
 		checks = append(checks, preflight.DirAvailable(d.FS, c.Cluster.Etcd.Local.DataDir))
 	}
-	checks = append(checks, preflight.Check{Name: "NodeDaemon", Run: func() ([]string, error) {
-		if pid := daemon.Running(d.FS); pid != 0 {
-			return nil, fmt.Errorf("a kubeboot daemon already runs for %s (pid %d): run `kubeboot reset` first", d.FS.Path("/"), pid)
-		}
-		return nil, nil
-	}})
-	checks = append(checks, d.nodeChecks()...)
+	checks = append(checks, d.Checks()...)
 	ignore := append(append([]string(nil), d.IgnorePreflightErrors...), c.Init.NodeRegistration.IgnorePreflightErrors...)
 	return preflight.Run(checks, ignore, d.Out)
 }
@@ -217,7 +198,7 @@ func runPreflight(_ context.Context, d *Data) error {
 func certsPhase() phase {
 	p := phase{Name: "certs", Short: "Certificate generation",
 		Run: func(_ context.Context, d *Data) error {
-			d.logf("[certs] Using certificateDir folder %q", d.FS.Path(d.PKI.Dir()))
+			d.Logf("[certs] Using certificateDir folder %q", d.FS.Path(d.PKI.Dir()))
 			return d.FS.MkdirAll(d.PKI.Dir(), 0o700)
 		}}
 	for _, s := range pki.List(nil) {
@@ -243,7 +224,7 @@ func certsPhase() phase {
 func kubeconfigPhase() phase {
 	p := phase{Name: "kubeconfig", Short: "Generate all kubeconfig files necessary to establish the control plane and the admin kubeconfig file",
 		Run: func(_ context.Context, d *Data) error {
-			d.logf("[kubeconfig] Using kubeconfig folder %q", d.FS.Path(kubeconfig.Dir))
+			d.Logf("[kubeconfig] Using kubeconfig folder %q", d.FS.Path(kubeconfig.Dir))
 			return d.FS.MkdirAll(kubeconfig.Dir, 0o755)
 		}}
 	for i, s := range kubeconfig.List(nil) {
@@ -258,61 +239,22 @@ func kubeconfigPhase() phase {
 	return p
 }
 
-// writeSpec hands a component to the node daemon, starting the daemon if
-// this node has none yet.
-func (d *Data) writeSpec(spec component.Spec, prefix string) error {
-	d.logf("[%s] Writing the component spec for %q to %q", prefix, spec.Name, d.FS.Path(component.SpecPath(spec.Name)))
-	if err := (component.Store{FS: d.FS}).Write(spec); err != nil {
-		return err
-	}
-	if d.FS.DryRun() {
-		d.logf("[dryrun] Would run: %s %s", spec.Name, strings.Join(spec.Args, " "))
-		return nil
-	}
-	pid, started, err := daemon.Start(d.FS, d.Exe)
-	if err != nil {
-		return err
-	}
-	if started {
-		d.StartedDaemon = true
-		d.logf("[%s] Started the kubeboot node daemon (pid %d); its log is %q", prefix, pid, d.FS.Path(daemon.LogFile))
-	}
-	return nil
-}
-
-// wait waits for a component's probe, with a progress line every 5 s.
-func (d *Data) wait(ctx context.Context, prefix string, spec component.Spec) error {
-	if d.FS.DryRun() {
-		d.logf("[dryrun] Would wait for %s at %s", spec.Name, spec.Probe)
-		return nil
-	}
-	timeout := d.Cfg.Init.Timeouts.ControlPlaneComponentHealthCheck.Duration
-	err := spec.Probe.WaitReady(ctx, timeout, func(waited time.Duration) {
-		d.logf("[%s] Still waiting for %s at %s (%s so far)", prefix, spec.Name, spec.Probe, waited.Round(time.Second))
-	})
-	if err != nil {
-		return fmt.Errorf("%s is not healthy: %w; its log is %s", spec.Name, err, d.FS.Path(path.Join(daemon.LogDir, spec.Name+".log")))
-	}
-	d.logf("[%s] %s is healthy after %s", prefix, spec.Name, d.since())
-	return nil
-}
-
 // runLocalEtcd hands the member to the node daemon without waiting for
 // it, as kubeadm writes etcd's static pod: the API server starts alongside
 // and wait-control-plane checks etcd first.
 func runLocalEtcd(_ context.Context, d *Data) error {
-	return d.writeSpec(d.renderer().LocalEtcd(), "etcd")
+	return d.WriteSpec(d.Renderer().LocalEtcd(), "etcd")
 }
 
 func controlPlane(render func(component.Renderer) component.Spec) func(context.Context, *Data) error {
 	return func(_ context.Context, d *Data) error {
-		return d.writeSpec(render(d.renderer()), "control-plane")
+		return d.WriteSpec(render(d.Renderer()), "control-plane")
 	}
 }
 
 func runWaitControlPlane(ctx context.Context, d *Data) error {
-	r := d.renderer()
-	d.logf("[control-plane-check] Waiting for healthy control plane components. This can take up to %s", d.Cfg.Init.Timeouts.ControlPlaneComponentHealthCheck.Duration)
+	r := d.Renderer()
+	d.Logf("[control-plane-check] Waiting for healthy control plane components. This can take up to %s", d.Cfg.Init.Timeouts.ControlPlaneComponentHealthCheck.Duration)
 	if err := d.waitKubelet(ctx); err != nil {
 		return err
 	}
@@ -321,7 +263,7 @@ func runWaitControlPlane(ctx context.Context, d *Data) error {
 		specs = append([]component.Spec{r.LocalEtcd()}, specs...)
 	}
 	for _, spec := range specs {
-		if err := d.wait(ctx, "control-plane-check", spec); err != nil {
+		if err := d.Wait(ctx, "control-plane-check", spec); err != nil {
 			return err
 		}
 	}
@@ -345,23 +287,23 @@ func runUploadCerts(ctx context.Context, d *Data) error {
 		}
 		d.Cfg.Init.CertificateKey = key
 	}
-	d.logf("[upload-certs] Storing the certificates in Secret %q in the %q Namespace", bootstrap.KubeadmCertsSecret, "kube-system")
+	d.Logf("[upload-certs] Storing the certificates in Secret %q in the %q Namespace", bootstrap.KubeadmCertsSecret, "kube-system")
 	if err := d.withClient(ctx, "upload the control-plane certificates", func(ctx context.Context, c kubernetes.Interface) error {
 		return bootstrap.UploadCerts(ctx, c, d.FS, d.Cfg, d.Cfg.Init.CertificateKey)
 	}); err != nil {
 		return err
 	}
-	d.logf("[upload-certs] Using certificate key:\n%s", d.Cfg.Init.CertificateKey)
+	d.Logf("[upload-certs] Using certificate key:\n%s", d.Cfg.Init.CertificateKey)
 	return nil
 }
 
 func runBootstrapToken(ctx context.Context, d *Data) error {
 	if !d.SkipTokenPrint {
 		for _, bt := range d.Cfg.Init.BootstrapTokens {
-			d.logf("[bootstrap-token] Using token: %s", bt.Token)
+			d.Logf("[bootstrap-token] Using token: %s", bt.Token)
 		}
 	}
-	d.logf("[bootstrap-token] Configuring bootstrap tokens, cluster-info ConfigMap, RBAC Roles")
+	d.Logf("[bootstrap-token] Configuring bootstrap tokens, cluster-info ConfigMap, RBAC Roles")
 	caPEM, err := d.FS.ReadFile(path.Join(d.Cfg.Cluster.CertificatesDir, "ca.crt"))
 	if err != nil {
 		return err
@@ -370,16 +312,16 @@ func runBootstrapToken(ctx context.Context, d *Data) error {
 		if err := discovery.CreateTokens(ctx, c, d.Cfg.Init.BootstrapTokens); err != nil {
 			return err
 		}
-		if err := discovery.NodeBootstrapRBAC(ctx, c, func(msg string) { d.logf("[bootstrap-token] %s", msg) }); err != nil {
+		if err := discovery.NodeBootstrapRBAC(ctx, c, func(msg string) { d.Logf("[bootstrap-token] %s", msg) }); err != nil {
 			return err
 		}
-		d.logf("[bootstrap-token] Creating the %q ConfigMap in the %q namespace", "cluster-info", "kube-public")
+		d.Logf("[bootstrap-token] Creating the %q ConfigMap in the %q namespace", "cluster-info", "kube-public")
 		return discovery.CreateClusterInfo(ctx, c, kubeconfig.ServerURL(d.Cfg), caPEM)
 	})
 }
 
 func runCoreDNS(ctx context.Context, d *Data) error {
-	if err := d.waitImages(ctx); err != nil {
+	if err := d.WaitImages(ctx); err != nil {
 		return err
 	}
 	o := addons.DNSOptions{
@@ -392,7 +334,7 @@ func runCoreDNS(ctx context.Context, d *Data) error {
 	}); err != nil {
 		return err
 	}
-	d.logf("[addons] Applied essential addon: CoreDNS")
+	d.Logf("[addons] Applied essential addon: CoreDNS")
 	return nil
 }
 

@@ -1,0 +1,299 @@
+// Package nodeup brings a node's side up under the node daemon, for init
+// and join alike: it hands rendered components to the daemon (starting the
+// daemon if the node has none yet) and waits for them, and it runs the
+// node steps both commands share: sysctls, the CNI plugins, containerd and
+// its configuration, the image import, the kubelet, kube-proxy and the
+// network agent.
+package nodeup
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/cpugroup"
+	"github.com/kubeboot/kubeboot/pkg/daemon"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/images"
+	"github.com/kubeboot/kubeboot/pkg/node"
+	"github.com/kubeboot/kubeboot/pkg/preflight"
+)
+
+// Node is one node being brought up.
+type Node struct {
+	// Cfg is the node's configuration: on a joining node, the cluster's
+	// documents with an InitConfiguration holding this node's
+	// registration, as kubeadm builds it.
+	Cfg *config.Config
+	FS  fsys.FS
+	Out io.Writer
+	// Exe is the kubeboot binary the node daemon runs components from.
+	Exe string
+	// Start is when the command started; progress lines count from it.
+	Start time.Time
+	// Timeout bounds each wait for a component's readiness.
+	Timeout time.Duration
+
+	// StartedDaemon is set when this run started the node daemon, so that
+	// an interrupted command stops what it started.
+	StartedDaemon bool
+	// imported receives the result of the image import; whatever creates
+	// pods waits for it.
+	imported chan error
+}
+
+// Logf writes one line of the command's output.
+func (n *Node) Logf(format string, args ...any) { fmt.Fprintf(n.Out, format+"\n", args...) }
+
+// Since is the time since the command started, for progress lines.
+func (n *Node) Since() string { return time.Since(n.Start).Round(time.Millisecond).String() }
+
+// Renderer renders the node's components.
+func (n *Node) Renderer() component.Renderer { return component.Renderer{Cfg: n.Cfg, FS: n.FS} }
+
+// WriteSpec hands a component to the node daemon, starting the daemon if
+// this node has none yet.
+func (n *Node) WriteSpec(spec component.Spec, prefix string) error {
+	n.Logf("[%s] Writing the component spec for %q to %q", prefix, spec.Name, n.FS.Path(component.SpecPath(spec.Name)))
+	if err := (component.Store{FS: n.FS}).Write(spec); err != nil {
+		return err
+	}
+	if n.FS.DryRun() {
+		n.Logf("[dryrun] Would run: %s %s", spec.Name, strings.Join(spec.Args, " "))
+		return nil
+	}
+	pid, started, err := daemon.Start(n.FS, n.Exe)
+	if err != nil {
+		return err
+	}
+	if started {
+		n.StartedDaemon = true
+		n.Logf("[%s] Started the kubeboot node daemon (pid %d); its log is %q", prefix, pid, n.FS.Path(daemon.LogFile))
+	}
+	return nil
+}
+
+// Wait waits for a component's probe, with a progress line every 5 s.
+func (n *Node) Wait(ctx context.Context, prefix string, spec component.Spec) error {
+	if n.FS.DryRun() {
+		n.Logf("[dryrun] Would wait for %s at %s", spec.Name, spec.Probe)
+		return nil
+	}
+	err := spec.Probe.WaitReady(ctx, n.Timeout, func(waited time.Duration) {
+		n.Logf("[%s] Still waiting for %s at %s (%s so far)", prefix, spec.Name, spec.Probe, waited.Round(time.Second))
+	})
+	if err != nil {
+		return fmt.Errorf("%s is not healthy: %w; its log is %s", spec.Name, err, n.FS.Path(path.Join(daemon.LogDir, spec.Name+".log")))
+	}
+	n.Logf("[%s] %s is healthy after %s", prefix, spec.Name, n.Since())
+	return nil
+}
+
+// Checks are the pre-flight checks of the node side.
+func (n *Node) Checks() []preflight.Check {
+	r := n.Renderer()
+	checks := []preflight.Check{
+		preflight.Port(component.KubeletPort),
+		preflight.FileAvailable(n.FS, node.KubeletConfig),
+		preflight.FileExisting("/proc/sys/net/bridge/bridge-nf-call-iptables", "the br_netfilter kernel module is not loaded: run `modprobe br_netfilter`"),
+		preflight.FileExisting("/proc/sys/net/ipv4/ip_forward", "IPv4 forwarding is not available in this kernel"),
+	}
+	for _, name := range []string{component.Kubelet, component.Containerd, component.KubeProxy, component.NetAgent} {
+		checks = append(checks, preflight.FileAvailable(n.FS, component.SpecPath(name)))
+	}
+	if r.ManagedContainerd() {
+		checks = append(checks,
+			preflight.InPath("containerd", "kubeboot runs containerd from the distribution: run `apt-get install containerd runc` (or give --cri-socket of a running CRI runtime)"),
+			preflight.InPath("runc", "containerd needs runc: run `apt-get install runc`"),
+			preflight.InPath("ctr", "kubeboot imports its images with containerd's ctr: run `apt-get install containerd`"),
+		)
+	}
+	checks = append(checks, preflight.InPath("iptables", "kube-proxy and the CNI plugins need iptables: run `apt-get install iptables`"))
+	checks = append(checks, preflight.Check{Name: "NodeDaemon", Run: func() ([]string, error) {
+		if pid := daemon.Running(n.FS); pid != 0 {
+			return nil, fmt.Errorf("a kubeboot daemon already runs for %s (pid %d): run `kubeboot reset` first", n.FS.Path("/"), pid)
+		}
+		return nil, nil
+	}})
+	return checks
+}
+
+// sysctls the node needs: routing between pods, and bridged traffic seen
+// by iptables (Services). They are per network namespace.
+var sysctls = []string{"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/bridge/bridge-nf-call-iptables", "/proc/sys/net/bridge/bridge-nf-call-ip6tables"}
+
+// PrepareHost sets the sysctls and links the CNI plugins.
+func (n *Node) PrepareHost() error {
+	for _, s := range sysctls {
+		if n.FS.DryRun() {
+			n.Logf("[dryrun] Would set %s to 1", s)
+			continue
+		}
+		if err := os.WriteFile(s, []byte("1"), 0o644); err != nil {
+			return fmt.Errorf("setting %s: %w", s, err)
+		}
+	}
+	return n.linkCNIPlugins()
+}
+
+// linkCNIPlugins makes the CNI plugins containerd execs: links to the
+// kubeboot binary, which dispatches on its name.
+func (n *Node) linkCNIPlugins() error {
+	if n.FS.DryRun() {
+		n.Logf("[dryrun] Would link the CNI plugins %v in %q to %s", node.CNIPlugins, n.FS.Path(node.CNIBinDir), n.Exe)
+		return nil
+	}
+	dir := n.FS.Path(node.CNIBinDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, p := range node.CNIPlugins {
+		link := path.Join(dir, p)
+		if cur, err := os.Readlink(link); err == nil && cur == n.Exe {
+			continue
+		}
+		os.Remove(link)
+		if err := os.Symlink(n.Exe, link); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StartRuntime writes containerd's configuration, starts it under the
+// daemon and waits for its socket; then it starts importing kubeboot's
+// images. A runtime the operator runs (--cri-socket) is left alone.
+func (n *Node) StartRuntime(ctx context.Context, prefix string) error {
+	r := n.Renderer()
+	if r.ManagedContainerd() {
+		n.Logf("[%s] Writing containerd configuration to file %q", prefix, n.FS.Path(node.ContainerdConfig))
+		if err := n.FS.WriteFile(node.ContainerdConfig, []byte(node.ContainerdConfigTOML(n.FS)), 0o644); err != nil {
+			return err
+		}
+		containerd, err := execPath("containerd")
+		if err != nil {
+			return err
+		}
+		spec := r.ContainerdSpec(containerd)
+		if err := n.WriteSpec(spec, prefix); err != nil {
+			return err
+		}
+		if err := n.Wait(ctx, prefix, spec); err != nil {
+			return err
+		}
+	}
+	n.startImageImport(ctx, r.CRISocket())
+	return nil
+}
+
+func execPath(name string) (string, error) {
+	for _, dir := range []string{"/usr/bin", "/usr/local/bin", "/usr/sbin", "/bin"} {
+		p := path.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not installed: run `apt-get install containerd runc`", name)
+}
+
+// startImageImport streams kubeboot's images into containerd in the
+// background: the kubelet needs none of them to register and report
+// Ready, and the first pods wait for the import.
+func (n *Node) startImageImport(ctx context.Context, criEndpoint string) {
+	n.imported = make(chan error, 1)
+	if n.FS.DryRun() {
+		n.Logf("[dryrun] Would import the images %v", []string{images.Pause, images.CoreDNS, images.TestServer})
+		n.imported <- nil
+		return
+	}
+	sock := strings.TrimPrefix(criEndpoint, "unix://")
+	go func() {
+		start := time.Now()
+		// The import is node-side work: while an API server comes up it
+		// runs at the node side's low CPU weight, as containerd does.
+		var place func(pid int)
+		if g, err := cpugroup.Open(n.FS.Path("/")); err == nil {
+			place = func(pid int) { _ = g.Add(cpugroup.Node, pid) }
+		}
+		err := images.ImportBuilt(ctx, sock, n.Exe, place)
+		if err == nil {
+			n.Logf("[images] Imported %s, %s and %s into containerd in %s (no registry contacted)", images.Pause, images.CoreDNS, images.TestServer, time.Since(start).Round(time.Millisecond))
+		}
+		n.imported <- err
+	}()
+}
+
+// WaitImages waits for the image import StartRuntime started, if any.
+func (n *Node) WaitImages(ctx context.Context) error {
+	if n.imported == nil {
+		return nil
+	}
+	select {
+	case err := <-n.imported:
+		n.imported <- err // later callers see the same result
+		if err != nil {
+			return fmt.Errorf("importing kubeboot's images: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// StartKubelet writes the kubelet's configuration for this node and hands
+// the kubelet to the daemon.
+func (n *Node) StartKubelet(prefix string) error {
+	r := n.Renderer()
+	if err := n.FS.MkdirAll(node.ManifestsDir, 0o755); err != nil {
+		return err
+	}
+	kc, err := node.LocalKubeletConfiguration(n.Cfg, n.FS, r.CRISocket())
+	if err != nil {
+		return err
+	}
+	n.Logf("[%s] Writing kubelet configuration to file %q", prefix, n.FS.Path(node.KubeletConfig))
+	if err := n.FS.WriteFile(node.KubeletConfig, kc, 0o644); err != nil {
+		return err
+	}
+	n.Logf("[%s] Starting the kubelet", prefix)
+	return n.WriteSpec(r.KubeletSpec(), prefix)
+}
+
+// WaitKubelet waits for the kubelet's healthz, as kubeadm's kubelet-check.
+func (n *Node) WaitKubelet(ctx context.Context) error {
+	spec := n.Renderer().KubeletSpec()
+	n.Logf("[kubelet-check] Waiting for a healthy kubelet at %s. This can take up to %s", spec.Probe, n.Timeout)
+	return n.Wait(ctx, "kubelet-check", spec)
+}
+
+// StartNetwork hands the network agent and kube-proxy (unless the
+// configuration turns kube-proxy off) to the daemon, kube-proxy with its
+// configuration for this node.
+func (n *Node) StartNetwork(prefix string) error {
+	if err := n.WriteSpec(n.Renderer().NetAgentSpec(), prefix); err != nil {
+		return err
+	}
+	if n.Cfg.Cluster.Proxy.Disabled {
+		return nil
+	}
+	return n.StartKubeProxy(prefix)
+}
+
+// StartKubeProxy writes kube-proxy's configuration and hands it to the
+// node daemon; doing it again with the same configuration changes nothing.
+func (n *Node) StartKubeProxy(prefix string) error {
+	cfg, err := node.KubeProxyConfiguration(n.Cfg, n.FS, n.Cfg.Init.NodeRegistration.Name)
+	if err != nil {
+		return err
+	}
+	if err := n.FS.WriteFile(node.KubeProxyConfig, cfg, 0o644); err != nil {
+		return err
+	}
+	return n.WriteSpec(n.Renderer().KubeProxySpec(), prefix)
+}
