@@ -60,7 +60,7 @@ func run(runs int, idle time.Duration) error {
 
 func once(h *nethost.Host) (sample, error) {
 	var s sample
-	cmd := h.Kubeboot("init", "--node-name", "bench", "--dns-upstream", "")
+	cmd := h.Kubeboot("init", "--node-name", "bench")
 	cmd.Env = append(os.Environ(), "KUBEBOOT_TRACE=1")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -94,7 +94,7 @@ func once(h *nethost.Host) (sample, kubernetes.Interface, error) {
 	var s sample
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := h.Kubeboot("init", "--node-name", "bench", "--single-node", "--dns-upstream", "")
+	cmd := h.Kubeboot("init", "--node-name", "bench", "--single-node")
 	start := time.Now()
 	done := make(chan struct{})
 	var out string

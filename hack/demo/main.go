@@ -61,9 +61,10 @@ func up(bin string, extra []string) error {
 	if err := os.WriteFile(filepath.Join(dir, "holder.pid"), []byte(strconv.Itoa(h.HolderPID())), 0o644); err != nil {
 		return err
 	}
-	// A single-node cluster: the control-plane node runs workloads. CoreDNS
-	// forwards nowhere: nothing here may reach a resolver outside.
-	args := append([]string{"init", "--node-name", "demo", "--single-node", "--dns-upstream", ""}, extra...)
+	// A single-node cluster: the control-plane node runs workloads. The
+	// host's resolv.conf names only 127.0.0.1, so CoreDNS answers cluster
+	// names only (init says so): nothing here may reach a resolver outside.
+	args := append([]string{"init", "--node-name", "demo", "--single-node"}, extra...)
 	cmd := h.Kubeboot(args...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	start := time.Now()

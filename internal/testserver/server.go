@@ -32,11 +32,21 @@ func Main(args []string) int {
 	port := fs.Int("port", 8080, "TCP port to listen on")
 	readyAfter := fs.Duration("ready-after", 0, "answer /readyz with 503 until this long after start")
 	get := fs.String("get", "", "instead of serving, GET this URL, print the body and exit non-zero unless it answers 200 (a client for tests)")
+	resolve := fs.String("resolve", "", "instead of serving, look this name up with the pod's resolv.conf and print its addresses (a client for tests)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if *get != "" {
 		return fetch(*get)
+	}
+	if *resolve != "" {
+		addrs, err := net.LookupHost(*resolve)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "test-server:", err)
+			return 1
+		}
+		fmt.Println(strings.Join(addrs, " "))
+		return 0
 	}
 	host, _ := os.Hostname()
 	var ready atomic.Bool

@@ -54,11 +54,16 @@ func Corefile(o DNSOptions) string {
        disable success %[1]s
        disable denial %[1]s
     }
-    loop
-    reload
+`, o.Domain)
+	if o.Upstream != "" {
+		// Only a forwarding CoreDNS can loop; without forward the plugin
+		// has nothing to watch and says so at every start.
+		b.WriteString("    loop\n")
+	}
+	b.WriteString(`    reload
     loadbalance
 }
-`, o.Domain)
+`)
 	return b.String()
 }
 

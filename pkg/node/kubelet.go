@@ -100,8 +100,18 @@ func ClusterDNSIP(serviceSubnet string) string {
 // every pod cgroup under its root that it does not know, so two kubelets
 // sharing "/" deleted each other's pods), and its pods' logs under the
 // root prefix.
-func LocalKubeletConfiguration(c *config.Config, fs fsys.FS, criEndpoint string) ([]byte, error) {
+//
+// resolvConf, when set, is the resolv.conf for pods with dnsPolicy
+// Default (see DetectHostDNS); a node path under the root prefix when it
+// is PodResolvConf.
+func LocalKubeletConfiguration(c *config.Config, fs fsys.FS, criEndpoint, resolvConf string) ([]byte, error) {
 	k := KubeletConfiguration(c)
+	if resolvConf != "" {
+		if resolvConf == PodResolvConf {
+			resolvConf = fs.Path(resolvConf)
+		}
+		k.ResolverConfig = &resolvConf
+	}
 	k.Authentication.X509.ClientCAFile = fs.Path(k.Authentication.X509.ClientCAFile)
 	k.StaticPodPath = fs.Path(k.StaticPodPath)
 	k.ContainerRuntimeEndpoint = criEndpoint

@@ -48,7 +48,7 @@ func TestKubeletConfigurationKeepsTheUsersChoices(t *testing.T) {
 	if k.ConfigMapAndSecretChangeDetectionStrategy != kubeletv1beta1.WatchChangeDetectionStrategy || k.CgroupDriver != "systemd" {
 		t.Errorf("the user's settings were overridden: %q, %q", k.ConfigMapAndSecretChangeDetectionStrategy, k.CgroupDriver)
 	}
-	b, err := LocalKubeletConfiguration(c, fsys.NewRoot("/tmp/r"), "unix:///run/x.sock")
+	b, err := LocalKubeletConfiguration(c, fsys.NewRoot("/tmp/r"), "unix:///run/x.sock", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,6 +46,7 @@ type Node struct {
 	// imported receives the result of the image import; whatever creates
 	// pods waits for it.
 	imported chan error
+	hostDNS  *node.HostDNS
 }
 
 // Logf writes one line of the command's output.
@@ -253,7 +254,23 @@ func (n *Node) StartKubelet(prefix string) error {
 	if err := n.FS.MkdirAll(node.ManifestsDir, 0o755); err != nil {
 		return err
 	}
-	kc, err := node.LocalKubeletConfiguration(n.Cfg, n.FS, r.CRISocket())
+	dns, err := n.HostDNS()
+	if err != nil {
+		return err
+	}
+	if dns.Write != nil {
+		n.Logf("[%s] Writing the resolv.conf for pods with dnsPolicy Default to %q: %s without its loopback nameservers %v", prefix, n.FS.Path(node.PodResolvConf), dns.Source.Path, dns.Source.Loopback)
+		if err := n.FS.WriteFile(node.PodResolvConf, dns.Write, 0o644); err != nil {
+			return err
+		}
+	}
+	if dns.Note != "" {
+		n.Logf("[%s] %s", prefix, dns.Note)
+	}
+	if w := dns.Warning(); w != "" {
+		n.Logf("[%s] WARNING: %s", prefix, w)
+	}
+	kc, err := node.LocalKubeletConfiguration(n.Cfg, n.FS, r.CRISocket(), dns.KubeletResolvConf)
 	if err != nil {
 		return err
 	}
@@ -263,6 +280,23 @@ func (n *Node) StartKubelet(prefix string) error {
 	}
 	n.Logf("[%s] Starting the kubelet", prefix)
 	return n.WriteSpec(r.KubeletSpec(), prefix)
+}
+
+// HostDNS is the node's resolver decision (see node.DetectHostDNS), made
+// once per run.
+func (n *Node) HostDNS() (node.HostDNS, error) {
+	if n.hostDNS == nil {
+		var configured *string
+		if n.Cfg.Kubelet != nil {
+			configured = n.Cfg.Kubelet.ResolverConfig
+		}
+		h, err := node.DetectHostDNS(configured)
+		if err != nil {
+			return node.HostDNS{}, err
+		}
+		n.hostDNS = &h
+	}
+	return *n.hostDNS, nil
 }
 
 // WaitKubelet waits for the kubelet's healthz, as kubeadm's kubelet-check.

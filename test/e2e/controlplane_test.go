@@ -87,7 +87,7 @@ func readStatus(t *testing.T, h *nethost.Host) *daemon.StatusReport {
 func TestControlPlane(t *testing.T) {
 	requireE2E(t)
 	h := newHost(t, "kbe2e-cp", "10.201.0.2")
-	init := []string{"init", "--node-name", "cp1", "--dns-upstream", ""}
+	init := []string{"init", "--node-name", "cp1"}
 
 	t.Run("bad input writes nothing", func(t *testing.T) {
 		bad := filepath.Join(t.TempDir(), "bad.yaml")

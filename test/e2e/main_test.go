@@ -61,7 +61,13 @@ func requireE2E(t *testing.T) {
 // newHost makes a host for a test and removes it when the test ends.
 func newHost(t *testing.T, name, ip string) *nethost.Host {
 	t.Helper()
-	h, err := nethost.New(name, ip, t.TempDir(), binary)
+	return newHostWith(t, name, ip, nethost.Options{})
+}
+
+// newHostWith makes a host shaped by o and removes it when the test ends.
+func newHostWith(t *testing.T, name, ip string, o nethost.Options) *nethost.Host {
+	t.Helper()
+	h, err := nethost.NewWith(name, ip, t.TempDir(), binary, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,4 +130,28 @@ func eventually(t *testing.T, timeout, interval time.Duration, what string, f fu
 	}
 	t.Fatalf("%s: not within %s: %v", what, timeout, err)
 	return 0
+}
+
+// machineState lists what lies at the machine-wide paths upstream
+// components write whatever kubeboot's root prefix, and the cgroup tree.
+func machineState() map[string]bool {
+	state := map[string]bool{}
+	for _, dir := range []string{"/var/log/pods", "/var/log/containers", "/var/lib/cni", "/var/lib/kubelet", "/run/containerd", "/usr/libexec/kubernetes"} {
+		filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+			if err == nil {
+				state[p] = true
+			}
+			return nil
+		})
+	}
+	roots, _ := filepath.Glob("/sys/fs/cgroup/*")
+	for _, r := range roots {
+		filepath.Walk(r, func(p string, info os.FileInfo, err error) error {
+			if err == nil && info.IsDir() && p != r {
+				state[p] = true
+			}
+			return nil
+		})
+	}
+	return state
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/miekg/dns"
 
 	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/images"
@@ -71,7 +74,14 @@ func TestSingleNode(t *testing.T) {
 	if n := len(podProcesses()); n != 0 {
 		t.Fatalf("%d pod processes run on this machine already; this test needs it free of other kubelets", n)
 	}
-	h := newHost(t, "kbe2e-node", "10.204.0.2")
+	initial := machineState()
+	// The host looks like one running systemd-resolved: its resolv.conf
+	// names the local stub, and the stub's upstream list names a server
+	// the test runs at the host's own address.
+	h := newHostWith(t, "kbe2e-node", "10.204.0.2", nethost.Options{
+		ResolvConf: "nameserver 127.0.0.53\noptions edns0 trust-ad\nsearch .\n", SystemdResolved: "nameserver 10.204.0.2\n"})
+	stopDNS := serveUpstreamDNS(t, h, "10.204.0.2:53", "outside.test.", "192.0.2.10")
+	defer stopDNS()
 	t.Cleanup(func() {
 		// Pods are not children of anything the host tracks: kill them too.
 		for _, pid := range podProcesses() {
@@ -93,7 +103,7 @@ func TestSingleNode(t *testing.T) {
 
 	t.Run("init", func(t *testing.T) {
 		start := time.Now()
-		out := kb(t, h, "init", "--node-name", "n1", "--single-node", "--dns-upstream", "")
+		out := kb(t, h, "init", "--node-name", "n1", "--single-node")
 		t.Logf("init took %s", time.Since(start).Round(time.Millisecond))
 		for _, l := range strings.Split(out, "\n") {
 			if strings.Contains(l, "healthy after") || strings.HasPrefix(l, "[images]") {
@@ -116,6 +126,18 @@ func TestSingleNode(t *testing.T) {
 			return nil
 		})
 		t.Logf("CoreDNS Ready %s after node Ready", took.Round(time.Millisecond))
+		// As kubeadm on a systemd-resolved host: the kubelet hands pods the
+		// resolver's upstream list, and CoreDNS forwards to it.
+		kcfg, _ := os.ReadFile(filepath.Join(h.Root, "var/lib/kubelet/config.yaml"))
+		if !strings.Contains(string(kcfg), "resolvConf: /run/systemd/resolve/resolv.conf") {
+			t.Errorf("the kubelet's resolvConf is not systemd-resolved's upstream list:\n%s", grepLines(string(kcfg), "resolv"))
+		}
+		if corefile := kubectl(t, h, "-n", "kube-system", "get", "configmap", "coredns", "-o", "jsonpath={.data.Corefile}"); !strings.Contains(corefile, "forward . /etc/resolv.conf") {
+			t.Errorf("CoreDNS does not forward to its resolv.conf:\n%s", corefile)
+		}
+		if strings.Contains(out, "WARNING") {
+			t.Errorf("init warns on a host whose resolver has upstream servers:\n%s", grepLines(out, "WARNING"))
+		}
 		out = kubectl(t, h, "get", "pods", "-n", "kube-system", "-o", "jsonpath={range .items[*]}{.metadata.name}={.status.phase} {end}")
 		for _, p := range strings.Fields(out) {
 			if !strings.HasSuffix(p, "=Running") {
@@ -134,6 +156,17 @@ func TestSingleNode(t *testing.T) {
 		clusterIP := kubectl(t, h, "get", "service", "web", "-o", "jsonpath={.spec.clusterIP}")
 		get := func(url string) (string, error) {
 			return kubectlErr(h, "exec", "client", "--", "/kubeboot", "test-server", "--get", url)
+		}
+		// Cluster names from CoreDNS, names outside the cluster through it
+		// from the host's upstream server.
+		for name, want := range map[string]string{"kubernetes.default.svc.cluster.local": "10.96.0.1", "web.default.svc.cluster.local": clusterIP, "outside.test": "192.0.2.10"} {
+			eventually(t, 30*time.Second, 300*time.Millisecond, "resolve "+name, func() error {
+				out, err := kubectlErr(h, "exec", "client", "--", "/kubeboot", "test-server", "--resolve", name)
+				if err != nil || strings.TrimSpace(out) != want {
+					return fmt.Errorf("%v: %q, want %s", err, out, want)
+				}
+				return nil
+			})
 		}
 		for _, url := range []string{"http://" + clusterIP + "/", "http://web.default.svc.cluster.local/"} {
 			seen := map[string]bool{}
@@ -261,11 +294,16 @@ func TestSingleNode(t *testing.T) {
 		if files := listAll(h.Root); len(files) != 0 {
 			t.Errorf("left under the root prefix: %v", files)
 		}
-		if _, err := os.Stat(filepath.Join(cpugroup.Root, "cpu", cpugroup.Name(h.Root))); err == nil {
-			t.Errorf("the CPU groups are left")
+		_, cgroups := cpugroup.Parent(h.Root)
+		for _, d := range cgroups {
+			if _, err := os.Stat(d); err == nil {
+				t.Errorf("the node's cgroup %s is left", d)
+			}
 		}
-		if _, err := os.Stat("/sys/fs/cgroup/pids/kubepods"); err == nil {
-			t.Errorf("the kubepods cgroup is left")
+		for p := range machineState() {
+			if !initial[p] {
+				t.Errorf("left on the machine: %s", p)
+			}
 		}
 	})
 }
@@ -286,4 +324,33 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// serveUpstreamDNS runs, in the host's network namespace, a DNS server that
+// answers name with an A record addr (and nothing else): the upstream
+// resolver of a host, without leaving the test's namespaces.
+func serveUpstreamDNS(t *testing.T, h *nethost.Host, listen, name, addr string) func() {
+	t.Helper()
+	var pc net.PacketConn
+	if err := h.InNetns(func() (err error) {
+		pc, err = net.ListenPacket("udp", listen)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, r *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(r)
+		for _, q := range r.Question {
+			if strings.EqualFold(q.Name, name) && q.Qtype == dns.TypeA {
+				m.Answer = append(m.Answer, &dns.A{Hdr: dns.RR_Header{Name: q.Name, Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30}, A: net.ParseIP(addr)})
+			}
+		}
+		if len(m.Answer) == 0 {
+			m.Rcode = dns.RcodeNameError
+		}
+		w.WriteMsg(m) //nolint:errcheck
+	})}
+	go srv.ActivateAndServe() //nolint:errcheck
+	return func() { srv.Shutdown() }
 }

@@ -39,9 +39,9 @@ type Data struct {
 	IgnorePreflightErrors []string
 	UploadCerts           bool
 	SkipTokenPrint        bool
-	// DNSUpstream is where CoreDNS forwards names outside the cluster;
-	// empty for nowhere.
-	DNSUpstream string
+	// DNSUpstream is the operator's --dns-upstream, nil when not given
+	// (see node.DNSUpstream).
+	DNSUpstream *string
 	// SingleNode leaves the control-plane taint off, so that the one node
 	// runs workloads.
 	SingleNode bool
@@ -324,17 +324,32 @@ func runCoreDNS(ctx context.Context, d *Data) error {
 	if err := d.WaitImages(ctx); err != nil {
 		return err
 	}
+	host, err := d.HostDNS()
+	if err != nil {
+		return err
+	}
+	up, err := node.DNSUpstream(d.DNSUpstream, host)
+	if err != nil {
+		return err
+	}
+	if up.Warning != "" {
+		d.Logf("[addons] WARNING: %s", up.Warning)
+	}
 	o := addons.DNSOptions{
 		Domain:    d.Cfg.Cluster.Networking.DNSDomain,
 		ServiceIP: node.ClusterDNSIP(d.Cfg.Cluster.Networking.ServiceSubnet),
-		Upstream:  d.DNSUpstream,
+		Upstream:  up.Forward,
 	}
 	if err := d.withClient(ctx, "install CoreDNS", func(ctx context.Context, c kubernetes.Interface) error {
 		return addons.EnsureCoreDNS(ctx, c, o)
 	}); err != nil {
 		return err
 	}
-	d.Logf("[addons] Applied essential addon: CoreDNS")
+	if o.Upstream != "" {
+		d.Logf("[addons] Applied essential addon: CoreDNS (forwarding names outside the cluster to %s)", o.Upstream)
+	} else {
+		d.Logf("[addons] Applied essential addon: CoreDNS (answering cluster names only)")
+	}
 	return nil
 }
 
