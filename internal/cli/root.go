@@ -62,6 +62,7 @@ with every component embedded in this one binary and nothing to download.
 	cmd.PersistentFlags().StringVar(&g.Root, "root", "/", "Prefix for every path kubeboot reads or writes (lets several nodes or tests share one host)")
 	cmd.AddCommand(
 		newInitCommand(g, s),
+		newJoinCommand(g, s),
 		newConfigCommand(g, s),
 		newCertsCommand(g, s),
 		newKubeconfigCommand(g, s),

@@ -20,12 +20,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
+	"k8s.io/kubernetes/cmd/kubeadm/app/phases/addons/proxy"
+	kubeadmutil "k8s.io/kubernetes/cmd/kubeadm/app/util"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/discovery"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/node"
 )
 
@@ -193,4 +197,91 @@ func UploadCerts(ctx context.Context, c kubernetes.Interface, fs fsys.FS, cfg *c
 		return err
 	}
 	return readableBy(ctx, c, "kubeadm:kubeadm-certs", "secrets", KubeadmCertsSecret, discovery.DefaultTokenGroup)
+}
+
+// UploadKubeProxyConfig stores the cluster-wide kube-proxy configuration
+// as kubeadm's kube-proxy add-on does (ConfigMap kube-system/kube-proxy,
+// from kubeadm's own template, readable by joining nodes), with the
+// add-on's ServiceAccount and its binding to system:node-proxier: a node
+// joined with upstream kubeadm reads it, and a kube-proxy DaemonSet the
+// operator adds for such nodes runs with it. kubeboot's nodes run
+// kube-proxy on the host and read the same configuration when they join.
+func UploadKubeProxyConfig(ctx context.Context, c kubernetes.Interface, cfg *config.Config) error {
+	b, err := yaml.Marshal(node.ClusterKubeProxyConfiguration(cfg))
+	if err != nil {
+		return err
+	}
+	var indented strings.Builder
+	for _, l := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		indented.WriteString("    " + l + "\n")
+	}
+	manifest, err := kubeadmutil.ParseTemplate(proxy.KubeProxyConfigMap19, struct {
+		ControlPlaneEndpoint, ProxyConfig, ProxyConfigMap, ProxyConfigMapKey string
+	}{
+		ControlPlaneEndpoint: kubeconfig.ServerURL(cfg),
+		ProxyConfig:          indented.String(),
+		ProxyConfigMap:       kubeadmconstants.KubeProxyConfigMap,
+		ProxyConfigMapKey:    kubeadmconstants.KubeProxyConfigMapKey,
+	})
+	if err != nil {
+		return fmt.Errorf("rendering the kube-proxy ConfigMap: %w", err)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := yaml.UnmarshalStrict(manifest, cm); err != nil {
+		return fmt.Errorf("decoding the kube-proxy ConfigMap: %w", err)
+	}
+	cm.Namespace = metav1.NamespaceSystem
+	if err := apiclient.CreateOrUpdate(ctx, c.CoreV1().ConfigMaps(cm.Namespace).Create, c.CoreV1().ConfigMaps(cm.Namespace).Update, cm); err != nil {
+		return err
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: proxy.KubeProxyServiceAccountName, Namespace: metav1.NamespaceSystem}}
+	if err := apiclient.CreateOrUpdate(ctx, c.CoreV1().ServiceAccounts(sa.Namespace).Create, c.CoreV1().ServiceAccounts(sa.Namespace).Update, sa); err != nil {
+		return err
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: kubeadmconstants.KubeProxyClusterRoleBindingName},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: kubeadmconstants.KubeProxyClusterRoleName},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa.Name, Namespace: sa.Namespace}},
+	}
+	if err := apiclient.CreateOrUpdate(ctx, c.RbacV1().ClusterRoleBindings().Create, c.RbacV1().ClusterRoleBindings().Update, crb); err != nil {
+		return err
+	}
+	return readableBy(ctx, c, proxy.KubeProxyConfigMapRoleName, "configmaps", kubeadmconstants.KubeProxyConfigMap, discovery.DefaultTokenGroup)
+}
+
+// RBAC names of what kubeboot's nodes do beyond a kubeadm node.
+const (
+	NodeProxierBinding = "kubeboot:node-proxier"
+	NodeSelfDeleteRole = "kubeboot:node-self-delete"
+)
+
+// NodeRBAC lets every node (group system:nodes) run kube-proxy and
+// kubeboot's network agent with its own credentials, since kube-proxy runs
+// on the host rather than as a DaemonSet with a ServiceAccount
+// (system:node-proxier: read Services, EndpointSlices and Nodes), and
+// delete its own Node object when it is reset (the NodeRestriction
+// admission plugin limits a node to its own Node).
+func NodeRBAC(ctx context.Context, c kubernetes.Interface) error {
+	nodes := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:nodes"}}
+	proxier := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: NodeProxierBinding},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: kubeadmconstants.KubeProxyClusterRoleName},
+		Subjects:   nodes,
+	}
+	if err := apiclient.CreateOrUpdate(ctx, c.RbacV1().ClusterRoleBindings().Create, c.RbacV1().ClusterRoleBindings().Update, proxier); err != nil {
+		return err
+	}
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: NodeSelfDeleteRole},
+		Rules:      []rbacv1.PolicyRule{{Verbs: []string{"delete"}, APIGroups: []string{""}, Resources: []string{"nodes"}}},
+	}
+	if err := apiclient.CreateOrUpdate(ctx, c.RbacV1().ClusterRoles().Create, c.RbacV1().ClusterRoles().Update, role); err != nil {
+		return err
+	}
+	del := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: NodeSelfDeleteRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: NodeSelfDeleteRole},
+		Subjects:   nodes,
+	}
+	return apiclient.CreateOrUpdate(ctx, c.RbacV1().ClusterRoleBindings().Create, c.RbacV1().ClusterRoleBindings().Update, del)
 }

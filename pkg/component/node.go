@@ -55,6 +55,9 @@ func (r Renderer) KubeletSpec() Spec {
 	c := r.Cfg
 	a := &Args{}
 	a.Set("config", r.FS.Path(node.KubeletConfig))
+	// As kubeadm's kubelet drop-in, on every node: the kubelet uses the
+	// bootstrap kubeconfig only while kubelet.conf does not exist yet.
+	a.Set("bootstrap-kubeconfig", r.kubeconfig("bootstrap-kubelet.conf"))
 	a.Set("kubeconfig", r.kubeconfig("kubelet.conf"))
 	a.Set("root-dir", r.FS.Path(node.KubeletDir))
 	a.Set("cert-dir", r.FS.Path(path.Join(node.KubeletDir, "pki")))

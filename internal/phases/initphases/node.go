@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubeboot/kubeboot/pkg/bootstrap"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/node"
 )
@@ -152,8 +153,13 @@ func runEnableClientCertRotation(_ context.Context, d *Data) error {
 	return d.FS.WriteFile(file, b, 0o600)
 }
 
-func runKubeProxy(_ context.Context, d *Data) error {
+func runKubeProxy(ctx context.Context, d *Data) error {
 	if err := d.StartKubeProxy("addons"); err != nil {
+		return err
+	}
+	if err := d.withClient(ctx, "store the kube-proxy configuration", func(ctx context.Context, c kubernetes.Interface) error {
+		return bootstrap.UploadKubeProxyConfig(ctx, c, d.Cfg)
+	}); err != nil {
 		return err
 	}
 	d.Logf("[addons] Applied essential addon: kube-proxy (on the host, under the node daemon)")

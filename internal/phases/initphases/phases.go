@@ -315,6 +315,10 @@ func runBootstrapToken(ctx context.Context, d *Data) error {
 		if err := discovery.NodeBootstrapRBAC(ctx, c, func(msg string) { d.Logf("[bootstrap-token] %s", msg) }); err != nil {
 			return err
 		}
+		if err := bootstrap.NodeRBAC(ctx, c); err != nil {
+			return err
+		}
+		d.Logf("[bootstrap-token] Configured RBAC rules to allow nodes to run kube-proxy with their own credentials and to remove their own Node object on reset")
 		d.Logf("[bootstrap-token] Creating the %q ConfigMap in the %q namespace", "cluster-info", "kube-public")
 		return discovery.CreateClusterInfo(ctx, c, kubeconfig.ServerURL(d.Cfg), caPEM)
 	})
