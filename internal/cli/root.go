@@ -71,6 +71,7 @@ with every component embedded in this one binary and nothing to download.
 		newDaemonCommand(g, s),
 		newStatusCommand(g, s),
 		newNetAgentCommand(g, s),
+		newAPIServerLBCommand(g, s),
 		newImagesCommand(g, s),
 		newVersionCommand(s),
 	)

@@ -33,8 +33,15 @@ type Spec struct {
 	Exec string `json:"exec,omitempty"`
 	// Args are the flags, in order. Paths in them are host paths.
 	Args []string `json:"args"`
-	// After lists components that must be ready before this one starts.
+	// After lists components that must be ready before this one starts;
+	// one that does not run on this node does not hold it back (a
+	// worker's kube-proxy is After the API server it does not run).
 	After []string `json:"after,omitempty"`
+	// Requires lists components that must run on this node and be ready
+	// before this one starts; it waits for them to be handed to the daemon
+	// too (a joining control plane's API server for its etcd member, which
+	// starts only once it has joined).
+	Requires []string `json:"requires,omitempty"`
 	// Probe tells when the component is ready.
 	Probe Probe `json:"probe"`
 	// Dirs are created (host paths, with their modes) before the start.
@@ -47,11 +54,13 @@ type Dir struct {
 	Mode os.FileMode `json:"mode"`
 }
 
-// Probe is a readiness check: an HTTP(S) GET answering 200, or a unix
-// socket accepting a connection.
+// Probe is a readiness check: a unix socket or a TCP address accepting a
+// connection, and (or) an HTTP(S) GET answering 200. Every check set must
+// pass.
 type Probe struct {
 	URL    string `json:"url,omitempty"`
 	Socket string `json:"socket,omitempty"`
+	TCP    string `json:"tcp,omitempty"`
 	// CAFile verifies the server; without it an https probe accepts any
 	// certificate (controller-manager and scheduler serve self-signed ones,
 	// and kubeadm's probes skip verification for them too).
@@ -60,20 +69,36 @@ type Probe struct {
 
 // String names what the probe checks.
 func (p Probe) String() string {
+	var parts []string
 	if p.Socket != "" {
-		return "unix://" + p.Socket
+		parts = append(parts, "unix://"+p.Socket)
 	}
-	return p.URL
+	if p.TCP != "" {
+		parts = append(parts, "tcp://"+p.TCP)
+	}
+	if p.URL != "" {
+		parts = append(parts, p.URL)
+	}
+	return strings.Join(parts, " and ")
 }
+
+// Empty reports whether the probe checks nothing (ready once started).
+func (p Probe) Empty() bool { return p.URL == "" && p.Socket == "" && p.TCP == "" }
 
 // Check performs the probe once.
 func (p Probe) Check(ctx context.Context) error {
-	if p.Socket != "" {
-		c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, "unix", p.Socket)
+	for network, addr := range map[string]string{"unix": p.Socket, "tcp": p.TCP} {
+		if addr == "" {
+			continue
+		}
+		c, err := (&net.Dialer{Timeout: 2 * time.Second}).DialContext(ctx, network, addr)
 		if err != nil {
 			return err
 		}
-		return c.Close()
+		c.Close()
+	}
+	if p.URL == "" {
+		return nil
 	}
 	client, err := p.client()
 	if err != nil {
@@ -246,7 +271,7 @@ func Order(specs []Spec) ([]Spec, error) {
 			return nil
 		}
 		state[n] = 1
-		for _, d := range s.After {
+		for _, d := range append(append([]string(nil), s.After...), s.Requires...) {
 			if err := visit(d, append(chain, n)); err != nil {
 				return err
 			}

@@ -5,6 +5,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/kubeboot/kubeboot/pkg/apilb"
 	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/node"
 )
@@ -15,6 +16,8 @@ const (
 	Kubelet    = "kubelet"
 	KubeProxy  = "kube-proxy"
 	NetAgent   = "netagent"
+	// APIServerLB is the node-local API server load balancer of a worker.
+	APIServerLB = "apiserver-lb"
 )
 
 // KubeletPort and friends are the node components' ports.
@@ -123,5 +126,25 @@ func (r Renderer) NetAgentSpec() Spec {
 		After: []string{APIServer},
 		Name:  NetAgent,
 		Args:  args,
+	}
+}
+
+// APIServerLBSpec renders the node-local API server load balancer (package
+// apilb), seeded with the API server the node joined through (host:port).
+// It watches the API servers through itself, with kube-proxy.conf (the
+// node's own identity), once the kubelet's TLS bootstrap has made it.
+func (r Renderer) APIServerLBSpec(seed string) Spec {
+	root := strings.TrimSuffix(r.FS.Path("/"), "/")
+	if root == "" {
+		root = "/"
+	}
+	listen := fmt.Sprintf("127.0.0.1:%d", apilb.Port)
+	return Spec{
+		Name: APIServerLB,
+		Args: []string{"--root", root, "apiserver-lb", "--listen", listen, "--seed", seed,
+			"--ca-file", r.FS.Path(path.Join(r.Cfg.Cluster.CertificatesDir, "ca.crt")), "--kubeconfig", r.FS.Path(node.KubeProxyConf)},
+		// Ready once it listens: the kubelet must start even when no API
+		// server answers yet (after a reboot, say).
+		Probe: Probe{TCP: listen},
 	}
 }

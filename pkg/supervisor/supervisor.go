@@ -165,12 +165,16 @@ func (s *Supervisor) Statuses() []Status {
 	return out
 }
 
-func (s *Supervisor) ready(name string) bool {
+func (s *Supervisor) ready(name string, required bool) bool {
 	s.mu.Lock()
 	p, ok := s.procs[name]
 	s.mu.Unlock()
-	// A dependency that is not ours to run (external etcd) does not block.
-	return !ok || p.get().Ready
+	if !ok {
+		// A dependency that is not ours to run (external etcd) does not
+		// block, unless it is required to run here.
+		return !required
+	}
+	return p.get().Ready
 }
 
 // Stop stops every component in reverse dependency order.
@@ -240,7 +244,12 @@ func (s *Supervisor) waitDeps(ctx context.Context, p *proc) bool {
 	for {
 		all := true
 		for _, d := range p.spec.After {
-			if !s.ready(d) {
+			if !s.ready(d, false) {
+				all = false
+			}
+		}
+		for _, d := range p.spec.Requires {
+			if !s.ready(d, true) {
 				all = false
 			}
 		}
@@ -340,7 +349,7 @@ func exitString(err error) string {
 func (s *Supervisor) probe(ctx context.Context, p *proc) {
 	interval := 50 * time.Millisecond
 	for {
-		ready := (p.spec.Probe.URL == "" && p.spec.Probe.Socket == "") || p.spec.Probe.Check(ctx) == nil
+		ready := p.spec.Probe.Empty() || p.spec.Probe.Check(ctx) == nil
 		if ctx.Err() != nil {
 			return
 		}

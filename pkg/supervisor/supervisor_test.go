@@ -95,3 +95,22 @@ func TestLogFileIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestRequiresWaitsForTheComponent: a component that requires another
+// waits while that one is not even handed to the supervisor (After would
+// let it start: the dependency may run elsewhere).
+func TestRequiresWaitsForTheComponent(t *testing.T) {
+	s := New(Options{LogDir: t.TempDir(), StopTimeout: 2 * time.Second})
+	defer s.Stop()
+	after := component.Spec{Name: "after", Exec: "/bin/sleep", Args: []string{"30"}, After: []string{"dep"}}
+	requires := component.Spec{Name: "requires", Exec: "/bin/sleep", Args: []string{"30"}, Requires: []string{"dep"}}
+	s.Apply([]component.Spec{after, requires})
+	waitFor(t, "after running", func() bool { st, _ := statusOf(s, "after"); return st.Ready })
+	time.Sleep(200 * time.Millisecond)
+	if st, _ := statusOf(s, "requires"); st.PID != 0 || st.State != StateWaiting {
+		t.Fatalf("requires started without its dependency: %+v", st)
+	}
+	dep := component.Spec{Name: "dep", Exec: "/bin/sleep", Args: []string{"30"}}
+	s.Apply([]component.Spec{dep, after, requires})
+	waitFor(t, "requires running once dep is", func() bool { st, _ := statusOf(s, "requires"); return st.Ready })
+}
