@@ -83,7 +83,7 @@ func up(bin string, extra []string) error {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	enter := fmt.Sprintf("nsenter -t %d -m -n --", h.HolderPID())
+	enter := fmt.Sprintf("nsenter -t %d -m -n -u --", h.HolderPID())
 	for _, c := range [][]string{{"--root", h.Root, "status"}, {"kubectl", "--kubeconfig", filepath.Join(h.Root, "etc/kubernetes/admin.conf"), "get", "nodes,pods", "-A", "-o", "wide"}} {
 		out, _ := nethost.Run(h.Command(bin, c...))
 		fmt.Printf("\n$ kubeboot %s\n%s", strings.Join(c, " "), out)

@@ -122,9 +122,6 @@ func (o *joinOptions) build(g *GlobalFlags, s Streams, fs *pflag.FlagSet, args [
 	if err != nil {
 		return nil, workflow.Options{}, err
 	}
-	if c.Join.ControlPlane != nil {
-		return nil, workflow.Options{}, fmt.Errorf("kubeboot join --control-plane is not available yet: join this node as a worker, or add control planes once the multi-node part 2 work lands")
-	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, workflow.Options{}, err

@@ -5,24 +5,25 @@ package bootstrap
 
 import (
 	"context"
-	"crypto/aes"
-	"crypto/cipher"
-	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"path"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/addons/proxy"
+	"k8s.io/kubernetes/cmd/kubeadm/app/phases/copycerts"
 	kubeadmutil "k8s.io/kubernetes/cmd/kubeadm/app/util"
+	cryptoutil "k8s.io/kubernetes/cmd/kubeadm/app/util/crypto"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
@@ -105,50 +106,13 @@ func UploadKubeletConfig(ctx context.Context, c kubernetes.Interface, cfg *confi
 	return readableBy(ctx, c, "kubeadm:kubelet-config", "configmaps", KubeletConfigMap, discovery.DefaultTokenGroup, "system:nodes")
 }
 
-// NewCertificateKey returns a random AES-256 key, hex-encoded.
-func NewCertificateKey() (string, error) {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
-}
-
-func newGCM(key []byte) (cipher.AEAD, error) {
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	return cipher.NewGCM(block)
-}
-
-// Encrypt seals data with AES-GCM, the nonce in front, as kubeadm does.
-func Encrypt(data, key []byte) ([]byte, error) {
-	gcm, err := newGCM(key)
-	if err != nil {
-		return nil, err
-	}
-	nonce := make([]byte, gcm.NonceSize())
-	if _, err := rand.Read(nonce); err != nil {
-		return nil, err
-	}
-	return gcm.Seal(nonce, nonce, data, nil), nil
-}
-
-// Decrypt opens what Encrypt sealed.
-func Decrypt(data, key []byte) ([]byte, error) {
-	gcm, err := newGCM(key)
-	if err != nil {
-		return nil, err
-	}
-	if len(data) < gcm.NonceSize() {
-		return nil, fmt.Errorf("ciphertext too short")
-	}
-	return gcm.Open(nil, data[:gcm.NonceSize()], data[gcm.NonceSize():], nil)
-}
+// NewCertificateKey returns a random AES-256 key, hex-encoded, as kubeadm
+// makes it.
+func NewCertificateKey() (string, error) { return copycerts.CreateCertificateKey() }
 
 // controlPlaneCertFiles are the files a joining control-plane node needs,
-// relative to the certificates dir.
+// relative to the certificates dir. In the Secret, "/" becomes "-", as
+// kubeadm names them.
 var controlPlaneCertFiles = []string{"ca.crt", "ca.key", "front-proxy-ca.crt", "front-proxy-ca.key", "sa.key", "sa.pub", "etcd/ca.crt", "etcd/ca.key"}
 
 // UploadCerts encrypts the shared control-plane keys with the certificate
@@ -168,7 +132,7 @@ func UploadCerts(ctx context.Context, c kubernetes.Interface, fs fsys.FS, cfg *c
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", fs.Path(path.Join(cfg.Cluster.CertificatesDir, f)), err)
 		}
-		enc, err := Encrypt(b, key)
+		enc, err := cryptoutil.EncryptBytes(b, key)
 		if err != nil {
 			return err
 		}
@@ -284,4 +248,48 @@ func NodeRBAC(ctx context.Context, c kubernetes.Interface) error {
 		Subjects:   nodes,
 	}
 	return apiclient.CreateOrUpdate(ctx, c.RbacV1().ClusterRoleBindings().Create, c.RbacV1().ClusterRoleBindings().Update, del)
+}
+
+// CertFile is one downloaded file, relative to the certificates dir.
+type CertFile struct {
+	Name string
+	Data []byte
+	Mode os.FileMode
+}
+
+// DownloadCerts reads kube-system/kubeadm-certs and decrypts the shared
+// control-plane keys with the certificate key, as kubeadm's join does. A
+// Secret that is gone (it lives two hours) or a key that does not open it
+// is refused with what to do.
+func DownloadCerts(ctx context.Context, c kubernetes.Interface, cfg *config.Config, key []byte) ([]CertFile, error) {
+	const again = "run `kubeboot init phase upload-certs --upload-certs` on a control-plane node: it uploads them again and prints a new certificate key"
+	s, err := c.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, KubeadmCertsSecret, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("the Secret %q with the control-plane certificates is not in the %q namespace: it is deleted 2 hours after the upload. To join a control plane, %s",
+			KubeadmCertsSecret, metav1.NamespaceSystem, again)
+	case err != nil:
+		return nil, fmt.Errorf("reading the Secret %q: %w", KubeadmCertsSecret, err)
+	}
+	var out []CertFile
+	for _, f := range controlPlaneCertFiles {
+		if cfg.Cluster.Etcd.External != nil && strings.HasPrefix(f, "etcd/") {
+			continue
+		}
+		enc, ok := s.Data[strings.ReplaceAll(f, "/", "-")]
+		if !ok {
+			return nil, fmt.Errorf("the Secret %q lacks %s: %s", KubeadmCertsSecret, f, again)
+		}
+		data, err := cryptoutil.DecryptBytes(enc, key)
+		if err != nil {
+			return nil, fmt.Errorf("the certificate key does not decrypt the Secret %q (%v): it is not the key the certificates were uploaded with. Give the key `kubeboot init --upload-certs` printed, or %s",
+				KubeadmCertsSecret, err, again)
+		}
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(f, ".key") {
+			mode = 0o600
+		}
+		out = append(out, CertFile{Name: f, Data: data, Mode: mode})
+	}
+	return out, nil
 }

@@ -2,11 +2,34 @@ package bootstrap
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
+	"path"
+	"strings"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
 
-func TestCertificateKeyEncryption(t *testing.T) {
+// TestCertsRoundTrip uploads the shared keys as init --upload-certs does
+// and downloads them as a joining control plane does, through kubeadm's
+// own encryption: the right key gets every file back, a wrong key and an
+// expired Secret are refused with what to do.
+func TestCertsRoundTrip(t *testing.T) {
+	c := &config.Config{}
+	if err := c.DefaultInit(config.Host{Hostname: "cp", DefaultIP: "10.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	fs := fsys.NewRoot(t.TempDir())
+	for _, f := range controlPlaneCertFiles {
+		if err := fs.WriteFile(path.Join(c.Cluster.CertificatesDir, f), []byte("content of "+f), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 	k, err := NewCertificateKey()
 	if err != nil {
 		t.Fatal(err)
@@ -15,29 +38,42 @@ func TestCertificateKeyEncryption(t *testing.T) {
 	if len(key) != 32 {
 		t.Fatalf("key of %d bytes, want 32 (AES-256)", len(key))
 	}
-	plain := []byte("-----BEGIN RSA PRIVATE KEY-----\nnot really\n")
-	sealed, err := Encrypt(plain, key)
+	client := fake.NewClientset()
+	ctx := context.Background()
+	if err := UploadCerts(ctx, client, fs, c, k); err != nil {
+		t.Fatal(err)
+	}
+	s, err := client.CoreV1().Secrets("kube-system").Get(ctx, KubeadmCertsSecret, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bytes.Contains(sealed, plain) {
-		t.Fatal("ciphertext contains the plaintext")
+	for name, v := range s.Data {
+		if bytes.Contains(v, []byte("content of")) {
+			t.Errorf("%s is stored in clear", name)
+		}
 	}
-	again, _ := Encrypt(plain, key)
-	if bytes.Equal(sealed, again) {
-		t.Error("two encryptions are equal: the nonce is not random")
+	files, err := DownloadCerts(ctx, client, c, key)
+	if err != nil {
+		t.Fatal(err)
 	}
-	got, err := Decrypt(sealed, key)
-	if err != nil || !bytes.Equal(got, plain) {
-		t.Fatalf("decrypt: %v %q", err, got)
+	if len(files) != len(controlPlaneCertFiles) {
+		t.Fatalf("downloaded %d files, want %d", len(files), len(controlPlaneCertFiles))
+	}
+	for _, f := range files {
+		if string(f.Data) != "content of "+f.Name {
+			t.Errorf("%s: %q", f.Name, f.Data)
+		}
+		if strings.HasSuffix(f.Name, ".key") && f.Mode != 0o600 {
+			t.Errorf("%s: mode %v", f.Name, f.Mode)
+		}
 	}
 	other, _ := NewCertificateKey()
 	okey, _ := hex.DecodeString(other)
-	if _, err := Decrypt(sealed, okey); err == nil {
-		t.Error("another key decrypted the data")
+	if _, err := DownloadCerts(ctx, client, c, okey); err == nil || !strings.Contains(err.Error(), "not the key the certificates were uploaded with") || !strings.Contains(err.Error(), "kubeboot init phase upload-certs --upload-certs") {
+		t.Errorf("wrong key: %v", err)
 	}
-	sealed[len(sealed)-1] ^= 1
-	if _, err := Decrypt(sealed, key); err == nil {
-		t.Error("tampered data decrypted")
+	client.CoreV1().Secrets("kube-system").Delete(ctx, KubeadmCertsSecret, metav1.DeleteOptions{})
+	if _, err := DownloadCerts(ctx, client, c, key); err == nil || !strings.Contains(err.Error(), "deleted 2 hours after the upload") || !strings.Contains(err.Error(), "kubeboot init phase upload-certs --upload-certs") {
+		t.Errorf("expired: %v", err)
 	}
 }

@@ -70,6 +70,21 @@ func applyExtra(a *Args, extra []kubeadmv1.Arg) {
 
 // LocalEtcd renders the local etcd member, with kubeadm's flags.
 func (r Renderer) LocalEtcd() Spec {
+	adv, node := r.advertise(), r.Cfg.Init.NodeRegistration.Name
+	return r.localEtcd(node+"=https://"+hostPort(adv, EtcdPeerPort), "")
+}
+
+// JoiningEtcd renders a member joining an existing etcd cluster (stacked
+// etcd on a joining control plane): initialCluster names every member,
+// this one included ("name=peer-url,...").
+func (r Renderer) JoiningEtcd(initialCluster string) Spec {
+	return r.localEtcd(initialCluster, "existing")
+}
+
+// EtcdPeerURL is this node's etcd peer URL.
+func (r Renderer) EtcdPeerURL() string { return "https://" + hostPort(r.advertise(), EtcdPeerPort) }
+
+func (r Renderer) localEtcd(initialCluster, state string) Spec {
 	c := r.Cfg
 	adv, node := r.advertise(), c.Init.NodeRegistration.Name
 	dataDir := r.FS.Path(c.Cluster.Etcd.Local.DataDir)
@@ -80,7 +95,10 @@ func (r Renderer) LocalEtcd() Spec {
 	a.Set("listen-client-urls", "https://"+hostPort("127.0.0.1", EtcdClientPort)+",https://"+hostPort(adv, EtcdClientPort))
 	a.Set("listen-peer-urls", "https://"+hostPort(adv, EtcdPeerPort))
 	a.Set("initial-advertise-peer-urls", "https://"+hostPort(adv, EtcdPeerPort))
-	a.Set("initial-cluster", node+"=https://"+hostPort(adv, EtcdPeerPort))
+	a.Set("initial-cluster", initialCluster)
+	if state != "" {
+		a.Set("initial-cluster-state", state)
+	}
 	a.Set("listen-metrics-urls", "http://"+hostPort("127.0.0.1", EtcdMetricsPort))
 	a.Set("cert-file", r.pki("etcd/server.crt"))
 	a.Set("key-file", r.pki("etcd/server.key"))
@@ -96,7 +114,11 @@ func (r Renderer) LocalEtcd() Spec {
 	return Spec{
 		Name:  Etcd,
 		Args:  a.List(),
-		Probe: Probe{URL: "http://" + hostPort("127.0.0.1", EtcdMetricsPort) + "/readyz"},
+		// Ready when it serves clients too: a member joining a cluster
+		// answers /readyz before it has published itself and opened its
+		// client port, and an API server dialling it then backs off for
+		// seconds.
+		Probe: Probe{URL: "http://" + hostPort("127.0.0.1", EtcdMetricsPort) + "/readyz", TCP: hostPort("127.0.0.1", EtcdClientPort)},
 		Dirs:  []Dir{{Path: dataDir, Mode: 0o700}},
 	}
 }

@@ -40,6 +40,11 @@ type Node struct {
 	// Timeout bounds each wait for a component's readiness.
 	Timeout time.Duration
 
+	// KubeletRequires are components the kubelet waits for: a joining
+	// control plane's kubelet bootstraps its certificate with its own API
+	// server, which serves once its etcd member has joined.
+	KubeletRequires []string
+
 	// StartedDaemon is set when this run started the node daemon, so that
 	// an interrupted command stops what it started.
 	StartedDaemon bool
@@ -278,8 +283,14 @@ func (n *Node) StartKubelet(prefix string) error {
 	if err := n.FS.WriteFile(node.KubeletConfig, kc, 0o644); err != nil {
 		return err
 	}
-	n.Logf("[%s] Starting the kubelet", prefix)
-	return n.WriteSpec(r.KubeletSpec(), prefix)
+	spec := r.KubeletSpec()
+	if len(n.KubeletRequires) > 0 {
+		spec.Requires = append(spec.Requires, n.KubeletRequires...)
+		n.Logf("[%s] Starting the kubelet once %v is ready", prefix, strings.Join(n.KubeletRequires, ", "))
+	} else {
+		n.Logf("[%s] Starting the kubelet", prefix)
+	}
+	return n.WriteSpec(spec, prefix)
 }
 
 // HostDNS is the node's resolver decision (see node.DetectHostDNS), made

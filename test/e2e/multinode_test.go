@@ -138,12 +138,16 @@ func TestMultiNode(t *testing.T) {
 		out := kb(t, w1, "join", cpSecondIP+":6443", "--token", token, "--discovery-token-ca-cert-hash", hash, "--node-name", "w1")
 		t.Logf("join took %s", time.Since(start).Round(time.Millisecond))
 		logProgress(t, out)
-		if !strings.Contains(out, "This node has joined the cluster") || !strings.Contains(out, "cluster-info names https://"+cpIP+":6443; this node uses https://"+cpSecondIP+":6443") {
+		if !strings.Contains(out, "This node has joined the cluster") || !strings.Contains(out, "cluster-info names https://"+cpIP+":6443; this node uses https://"+cpSecondIP+":6443") ||
+			!strings.Contains(out, "load balancer on 127.0.0.1:6444, seeded with "+cpSecondIP+":6443") {
 			t.Errorf("join output:\n%s", out)
 		}
 		took := waitNodeReady(t, w1, cp, "w1", start)
 		t.Logf("w1 Ready %s after join started", took.Round(time.Millisecond))
-		checkWorkerFiles(t, w1, "w1", "https://"+cpSecondIP+":6443")
+		// The cluster has no controlPlaneEndpoint: the node talks through
+		// its node-local load balancer, seeded with the address it was given.
+		checkWorkerFiles(t, w1, "w1", "https://127.0.0.1:6444")
+		checkSeed(t, w1, cpSecondIP+":6443")
 	})
 
 	t.Run("join a second worker", func(t *testing.T) {
@@ -153,7 +157,8 @@ func TestMultiNode(t *testing.T) {
 		logProgress(t, out)
 		took := waitNodeReady(t, w2, cp, "w2", start)
 		t.Logf("w2 Ready %s after join started", took.Round(time.Millisecond))
-		checkWorkerFiles(t, w2, "w2", "https://"+cpIP+":6443")
+		checkWorkerFiles(t, w2, "w2", "https://127.0.0.1:6444")
+		checkSeed(t, w2, cpIP+":6443")
 		if n := kubectlOn(t, cp, cp, "get", "nodes", "-o", "name"); strings.Count(n, "node/") != 3 {
 			t.Errorf("nodes: %s", n)
 		}
@@ -450,7 +455,8 @@ func waitNodeReady(t *testing.T, h, cp *nethost.Host, name string, start time.Ti
 }
 
 // checkWorkerFiles checks a worker's kubeconfigs and credentials: every
-// kubeconfig names the endpoint the node joined through, the kubelet's
+// kubeconfig names server (the node-local load balancer, or the endpoint
+// the node joined through), the kubelet's
 // client certificate carries the node's identity, as kubeadm's would, and
 // the bootstrap token is gone from the disk.
 func checkWorkerFiles(t *testing.T, h *nethost.Host, name, server string) {
@@ -469,7 +475,7 @@ func checkWorkerFiles(t *testing.T, h *nethost.Host, name, server string) {
 			t.Fatal(err)
 		}
 		if rc.Host != server {
-			t.Errorf("%s names %s, want %s (the endpoint given to join)", f, rc.Host, server)
+			t.Errorf("%s names %s, want %s", f, rc.Host, server)
 		}
 		if string(rc.CAData) != string(caPEM) {
 			t.Errorf("%s trusts another CA than pki/ca.crt", f)
@@ -492,6 +498,27 @@ func checkWorkerFiles(t *testing.T, h *nethost.Host, name, server string) {
 			t.Errorf("%s: the client certificate does not verify against the cluster CA: %v", f, err)
 		}
 	}
+}
+
+// checkSeed checks that the worker's load balancer starts from the
+// endpoint the node joined through.
+func checkSeed(t *testing.T, h *nethost.Host, seed string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(h.Root, "var/lib/kubeboot/apiserver-lb.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Seed    string   `json:"seed"`
+		Servers []string `json:"servers"`
+	}
+	if err := json.Unmarshal(b, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Seed != seed {
+		t.Errorf("the load balancer's seed is %q, want %q (the endpoint given to join)", st.Seed, seed)
+	}
+	t.Logf("%s's load balancer: seed %s, API servers %v", h.Name, st.Seed, st.Servers)
 }
 
 // containerIDs lists the containers (sandboxes included) of a host's

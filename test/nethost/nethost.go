@@ -209,11 +209,12 @@ func NewWith(name, ip, dir, binary string, o Options) (h *Host, err error) {
 	// shows this namespace's links), the cgroup tree moved back under it,
 	// and a resolv.conf that resolves nothing outside.
 	script := fmt.Sprintf(`set -e
+hostname %[3]s
 mount --rbind /sys/fs/cgroup %[1]s
 mount -t sysfs sysfs /sys
 mount --move %[1]s /sys/fs/cgroup
 mount --bind %[2]s /etc/resolv.conf
-`, cg, resolv)
+`, cg, resolv, name)
 	if o.SystemdResolved != "" {
 		// A tmpfs over /run/systemd (it exists on Debian even without
 		// systemd running) holds the fake resolver's upstream file.
@@ -227,7 +228,9 @@ cp %s /run/systemd/resolve/resolv.conf
 `, upstream)
 	}
 	script += "echo ready\nexec sleep infinity"
-	h.holder = exec.Command("nsenter", "--net=/run/netns/"+name, "unshare", "--mount", "--propagation", "slave", "sh", "-c", script)
+	// Its own UTS namespace too: a host has a hostname of its own (an API
+	// server names its identity lease after it).
+	h.holder = exec.Command("nsenter", "--net=/run/netns/"+name, "unshare", "--mount", "--uts", "--propagation", "slave", "sh", "-c", script)
 	var out bytes.Buffer
 	h.holder.Stdout, h.holder.Stderr = &out, &out
 	if err = Start(h.holder); err != nil {
@@ -289,10 +292,10 @@ func NewNetwork(name string) (*Network, error) {
 // plugged into it.
 func (n *Network) Close() error { return run("ip", "netns", "del", n.Name) }
 
-// Command returns a command that runs inside the host (its network and
-// mount namespaces).
+// Command returns a command that runs inside the host (its network, mount
+// and UTS namespaces).
 func (h *Host) Command(name string, args ...string) *exec.Cmd {
-	full := append([]string{"-t", strconv.Itoa(h.holder.Process.Pid), "-m", "-n", "--", name}, args...)
+	full := append([]string{"-t", strconv.Itoa(h.holder.Process.Pid), "-m", "-n", "-u", "--", name}, args...)
 	return exec.Command("nsenter", full...)
 }
 
@@ -356,6 +359,24 @@ func (h *Host) Pods() []int {
 // the containers, whose command lines do not name any root prefix.
 func PodProcesses() []int {
 	return livePIDs(func(pid int) bool { return procFileContains(pid, "cgroup", "/kubepods") })
+}
+
+// KillAll kills every process of the host, its pods included, the way a
+// power loss would end them, and waits until they are gone. The host's
+// namespaces and files stay: the node can be started again.
+func (h *Host) KillAll() {
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		pids := append(h.Processes(), h.Pods()...)
+		if len(pids) == 0 {
+			return
+		}
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL) //nolint:errcheck
+		}
+		time.Sleep(50 * time.Millisecond)
+		Reap()
+	}
 }
 
 // Close stops every process of the host, removes its namespace and its

@@ -4,11 +4,13 @@ package joinphases
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,13 +24,16 @@ import (
 	kubeconfigutil "k8s.io/kubernetes/cmd/kubeadm/app/util/kubeconfig"
 
 	"github.com/kubeboot/kubeboot/internal/workflow"
+	"github.com/kubeboot/kubeboot/pkg/apilb"
 	"github.com/kubeboot/kubeboot/pkg/bootstrap"
+	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/discovery"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/node"
 	"github.com/kubeboot/kubeboot/pkg/nodeup"
+	"github.com/kubeboot/kubeboot/pkg/pki"
 	"github.com/kubeboot/kubeboot/pkg/preflight"
 )
 
@@ -45,6 +50,10 @@ type Data struct {
 
 	cluster   *discovery.Cluster
 	bootstrap *clientcmdapi.Config
+	// certs are the control-plane certificates downloaded with the
+	// certificate key, held until download-certs writes them.
+	certs []bootstrap.CertFile
+	pki   *pki.Generator
 }
 
 // NewData wires one join run.
@@ -57,36 +66,37 @@ func NewData(join *kubeadmv1.JoinConfiguration, h config.Host, fs fsys.FS, out i
 		in.LocalAPIEndpoint.AdvertiseAddress = h.DefaultIP
 	}
 	cfg := &config.Config{Join: join, Init: in}
-	return &Data{
+	d := &Data{
 		Node: &nodeup.Node{Cfg: cfg, FS: fs, Out: out, Start: time.Now(), Timeout: join.Timeouts.KubeletHealthCheck.Duration},
 		Join: join,
 	}
+	if join.ControlPlane != nil {
+		d.KubeletRequires = []string{component.APIServer}
+	}
+	return d
 }
 
 type phase = workflow.Phase[*Data]
 
 func isControlPlane(d *Data) bool { return d.Join.ControlPlane != nil }
 
-// controlPlanePending is why the control-plane phases do nothing yet.
-const controlPlanePending = "control-plane join (stacked etcd, the shared certificates) comes with the multi-node part 2 work"
-
 // Phases returns the join tree, kubeadm's.
 func Phases() []phase {
 	return []phase{
 		{Name: "preflight", Short: "Run join pre-flight checks", Run: runPreflight},
 		{Name: "control-plane-prepare", Short: "Prepare the machine for serving a control plane", RunIf: isControlPlane, Phases: []phase{
-			{Name: "download-certs", Short: "Download certificates shared among control-plane nodes from the kubeadm-certs Secret", Pending: controlPlanePending},
-			{Name: "certs", Short: "Generate the certificates for the new control plane components", Pending: controlPlanePending},
-			{Name: "kubeconfig", Short: "Generate the kubeconfig for the new control plane components", Pending: controlPlanePending},
-			{Name: "control-plane", Short: "Generate the specs for the new control plane components", Pending: controlPlanePending},
+			{Name: "download-certs", Short: "Download certificates shared among control-plane nodes from the kubeadm-certs Secret", Run: runDownloadCerts},
+			{Name: "certs", Short: "Generate the certificates for the new control plane components", Run: runControlPlaneCerts},
+			{Name: "kubeconfig", Short: "Generate the kubeconfig for the new control plane components", Run: runControlPlaneKubeconfigs},
+			{Name: "control-plane", Short: "Generate the specs for the new control plane components", Run: runControlPlaneSpecs},
 		}},
 		{Name: "kubelet-start", Short: "Write kubelet settings, certificates and (re)start the kubelet", Run: runKubeletStart},
-		{Name: "etcd-join", Short: "Join etcd for control plane nodes", RunIf: isControlPlane, Pending: controlPlanePending},
+		{Name: "etcd-join", Short: "Join etcd for control plane nodes", RunIf: isControlPlane, Run: runEtcdJoin},
 		{Name: "kubelet-wait-bootstrap", Short: "Wait for the kubelet to bootstrap itself", Run: runKubeletWaitBootstrap},
 		{Name: "control-plane-join", Short: "Join a machine as a control plane instance", RunIf: isControlPlane, Phases: []phase{
-			{Name: "mark-control-plane", Short: "Mark a node as a control-plane", Pending: controlPlanePending},
+			{Name: "mark-control-plane", Short: "Mark a node as a control-plane", Run: runMarkControlPlane},
 		}},
-		{Name: "wait-control-plane", Short: "Wait for the control plane to start", RunIf: isControlPlane, Pending: controlPlanePending},
+		{Name: "wait-control-plane", Short: "Wait for the control plane to start", RunIf: isControlPlane, Run: runWaitControlPlane},
 	}
 }
 
@@ -97,11 +107,23 @@ func runPreflight(ctx context.Context, d *Data) error {
 		checks = append(checks, preflight.FileAvailable(d.FS, f))
 	}
 	checks = append(checks, d.Checks()...)
+	if isControlPlane(d) {
+		checks = append(checks, d.controlPlaneChecks()...)
+	}
 	ignore := append(append([]string(nil), d.IgnorePreflightErrors...), d.Join.NodeRegistration.IgnorePreflightErrors...)
 	if err := preflight.Run(checks, ignore, d.Out); err != nil {
 		return err
 	}
-	return d.discover(ctx)
+	if err := d.discover(ctx); err != nil {
+		return err
+	}
+	if isControlPlane(d) {
+		d.Logf("[preflight] Running pre-flight checks before initializing the new control plane instance")
+		if err := preflight.Run([]preflight.Check{preflight.DirAvailable(d.FS, d.Cfg.Cluster.Etcd.Local.DataDir)}, ignore, d.Out); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // discover finds and validates the cluster and reads its configuration,
@@ -163,8 +185,45 @@ func (d *Data) discover(ctx context.Context) error {
 		boot = renameCluster(boot, name)
 	}
 	d.Cfg.Cluster, d.Cfg.Kubelet, d.Cfg.KubeProxy = fetched.Cluster, fetched.Kubelet, fetched.KubeProxy
+	if cp := d.Join.ControlPlane; cp != nil {
+		// The shared certificates are read (and the key checked) before
+		// anything is written: a wrong or expired key leaves nothing.
+		if cp.CertificateKey != "" {
+			key, err := hex.DecodeString(cp.CertificateKey)
+			if err != nil || len(key) != 32 {
+				return errors.New("--certificate-key must be 64 hexadecimal characters, as `kubeboot init --upload-certs` prints it")
+			}
+			d.Logf("[download-certs] Downloading the certificates in Secret %q in the %q Namespace", bootstrap.KubeadmCertsSecret, metav1.NamespaceSystem)
+			if d.certs, err = bootstrap.DownloadCerts(ctx, client, d.Cfg, key); err != nil {
+				return err
+			}
+		} else if !fsys.Exists(d.FS, path.Join(d.Cfg.Cluster.CertificatesDir, "ca.key")) {
+			return fmt.Errorf("joining a control plane needs the cluster's shared certificates: give --certificate-key (printed by `kubeboot init --upload-certs`, or by `kubeboot init phase upload-certs --upload-certs` on a control-plane node), or copy them into %s", d.FS.Path(d.Cfg.Cluster.CertificatesDir))
+		}
+	}
 	d.cluster, d.bootstrap = cl, boot
 	return nil
+}
+
+// useLB tells whether this node reaches the API servers through its
+// node-local load balancer: a worker of a cluster without a
+// controlPlaneEndpoint (a VIP or DNS name the operator provides is used as
+// given). A control plane talks to its own API server.
+func (d *Data) useLB() bool {
+	return !isControlPlane(d) && d.Cfg.Cluster.ControlPlaneEndpoint == ""
+}
+
+// apiServer is the API server URL this node's kubelet and kube-proxy use:
+// a control plane's own (kubeadm's local mode), the node-local load
+// balancer, or the endpoint the node joined through.
+func (d *Data) apiServer() string {
+	switch {
+	case isControlPlane(d):
+		return kubeconfig.LocalURL(d.Cfg)
+	case d.useLB():
+		return fmt.Sprintf("https://127.0.0.1:%d", apilb.Port)
+	}
+	return d.cluster.Server
 }
 
 func renameCluster(kc *clientcmdapi.Config, name string) *clientcmdapi.Config {
@@ -207,13 +266,17 @@ func runKubeletStart(ctx context.Context, d *Data) error {
 			return err
 		}
 	}
-	b, err := clientcmd.Write(*d.bootstrap)
+	boot := d.bootstrap.DeepCopy()
+	for _, c := range boot.Clusters {
+		c.Server = d.apiServer()
+	}
+	b, err := clientcmd.Write(*boot)
 	if err != nil {
 		return err
 	}
-	boot := path.Join(kubeconfig.Dir, kubeconfig.BootstrapKubelet)
-	d.Logf("[kubelet-start] Writing the bootstrap kubeconfig to file %q", d.FS.Path(boot))
-	if err := d.FS.WriteFile(boot, b, 0o600); err != nil {
+	bootFile := path.Join(kubeconfig.Dir, kubeconfig.BootstrapKubelet)
+	d.Logf("[kubelet-start] Writing the bootstrap kubeconfig to file %q", d.FS.Path(bootFile))
+	if err := d.FS.WriteFile(bootFile, b, 0o600); err != nil {
 		return err
 	}
 	if err := d.PrepareHost(); err != nil {
@@ -221,6 +284,13 @@ func runKubeletStart(ctx context.Context, d *Data) error {
 	}
 	if err := d.StartRuntime(ctx, "kubelet-start"); err != nil {
 		return err
+	}
+	if d.useLB() {
+		seed := strings.TrimPrefix(d.cluster.Server, "https://")
+		d.Logf("[apiserver-lb] Starting the node-local API server load balancer on 127.0.0.1:%d, seeded with %s; it follows every API server of the cluster", apilb.Port, seed)
+		if err := d.WriteSpec(d.Renderer().APIServerLBSpec(seed), "apiserver-lb"); err != nil {
+			return err
+		}
 	}
 	return d.StartKubelet("kubelet-start")
 }
@@ -240,7 +310,7 @@ func runKubeletWaitBootstrap(ctx context.Context, d *Data) error {
 	}
 	if d.FS.DryRun() {
 		d.Logf("[kubelet-wait] Would wait for the kubelet to be bootstrapped")
-		return d.writeKubeProxyConf()
+		return nil
 	}
 	boot := path.Join(kubeconfig.Dir, kubeconfig.BootstrapKubelet)
 	// The bootstrap token leaves the disk once the kubelet has its
@@ -253,8 +323,11 @@ func runKubeletWaitBootstrap(ctx context.Context, d *Data) error {
 	if err := d.waitTLSBootstrap(ctx); err != nil {
 		return err
 	}
-	if err := d.writeKubeProxyConf(); err != nil {
-		return err
+	if !isControlPlane(d) {
+		// A control plane has a CA-signed kube-proxy.conf of its own.
+		if err := d.writeKubeProxyConf(); err != nil {
+			return err
+		}
 	}
 	if err := d.StartNetwork("kubelet-start"); err != nil {
 		return err
@@ -294,7 +367,7 @@ func (d *Data) waitTLSBootstrap(ctx context.Context) error {
 func (d *Data) writeKubeProxyConf() error {
 	current := d.FS.Path(path.Join(node.KubeletDir, "pki", "kubelet-client-current.pem"))
 	name := d.Cfg.Cluster.ClusterName
-	kc := kubeconfig.WithCertFiles(d.cluster.Server, name, d.cluster.CAData, "system:node:"+d.Join.NodeRegistration.Name, current, current)
+	kc := kubeconfig.WithCertFiles(d.apiServer(), name, d.cluster.CAData, "system:node:"+d.Join.NodeRegistration.Name, current, current)
 	b, err := clientcmd.Write(*kc)
 	if err != nil {
 		return err

@@ -15,9 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/term"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"golang.org/x/term"
+
+	etcdutil "k8s.io/kubernetes/cmd/kubeadm/app/util/etcd"
 
 	"github.com/kubeboot/kubeboot/internal/workflow"
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
@@ -53,11 +55,7 @@ type phase = workflow.Phase[*Data]
 func Phases() []phase {
 	return []phase{
 		{Name: "preflight", Short: "Run reset pre-flight checks", Run: runPreflight},
-		{Name: "remove-etcd-member", Short: "Remove a local etcd member", RunIf: hasLocalEtcd,
-			Run: func(_ context.Context, d *Data) error {
-				d.logf("[reset] The local etcd member is its cluster's only one: its data directory goes with cleanup-node")
-				return nil
-			}},
+		{Name: "remove-etcd-member", Short: "Remove a local etcd member", RunIf: hasLocalEtcd, Run: runRemoveEtcdMember},
 		{Name: "cleanup-node", Short: "Run cleanup node", Run: runCleanupNode},
 	}
 }
@@ -116,7 +114,7 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 		return err
 	}
 	if worker && name != "" {
-		d.deleteNode(ctx, name)
+		d.deleteNode(ctx, name, path.Join(kubeconfig.Dir, kubeconfig.Kubelet))
 	}
 	ids, err := cleanup.KillContainers(ctx, fs.Path(node.ContainerdSocket), d.Out)
 	if err != nil {
@@ -161,11 +159,12 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	return nil
 }
 
-// deleteNode removes this worker's Node object with its own credentials
-// (init grants nodes that, for their own Node only). When the API server
-// cannot be reached, it says what to do instead.
-func (d *Data) deleteNode(ctx context.Context, name string) {
-	file := d.FS.Path(path.Join(kubeconfig.Dir, kubeconfig.Kubelet))
+// deleteNode removes this node's Node object, with the credentials of the
+// kubeconfig file (a worker's own: init grants nodes that, for their own
+// Node only). When the API server cannot be reached, it says what to do
+// instead.
+func (d *Data) deleteNode(ctx context.Context, name, kubeconfigFile string) {
+	file := d.FS.Path(kubeconfigFile)
 	c, rc, err := apiclient.FromKubeconfig(file, "")
 	if err == nil {
 		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -242,4 +241,93 @@ func keepShared(paths []string) []string {
 		}
 	}
 	return out
+}
+
+// runRemoveEtcdMember takes this node's member out of a multi-member etcd
+// before its data goes, as kubeadm does: the others keep quorum. It
+// refuses, unless --force, to leave a single member (no failure tolerated
+// any more) or to act on an etcd without quorum. A control plane of such a
+// cluster also deletes its Node object first, while its API server still
+// serves (and its kubelet no longer re-registers it).
+func runRemoveEtcdMember(ctx context.Context, d *Data) error {
+	if d.FS.DryRun() {
+		d.logf("[dryrun] Would remove this node's etcd member from the cluster")
+		return nil
+	}
+	peer := ""
+	for _, a := range specArgs(d.FS, component.Etcd) {
+		if v, ok := strings.CutPrefix(a, "--initial-advertise-peer-urls="); ok {
+			peer = v
+		}
+	}
+	certs := d.FS.Path("/etc/kubernetes/pki")
+	for _, a := range specArgs(d.FS, component.APIServer) {
+		if v, ok := strings.CutPrefix(a, "--etcd-cafile="); ok {
+			certs = path.Dir(path.Dir(v))
+		}
+	}
+	ec, err := etcdutil.New([]string{"https://127.0.0.1:2379"}, path.Join(certs, "etcd/ca.crt"), path.Join(certs, "apiserver-etcd-client.crt"), path.Join(certs, "apiserver-etcd-client.key"))
+	if err != nil {
+		return err
+	}
+	members, err := listMembers(ctx, ec)
+	if err != nil {
+		if d.Force {
+			d.logf("[reset] WARNING: cannot list the etcd members (%v): with --force, this node's member goes without being removed from the cluster; remove it from another control plane (etcdctl member remove)", err)
+			return nil
+		}
+		return fmt.Errorf("cannot reach the local etcd member to remove it from its cluster (%v): start the node (`kubeboot daemon start`) and reset again, or reset with --force and remove the member from another control plane", err)
+	}
+	if len(members) <= 1 {
+		d.logf("[reset] The local etcd member is its cluster's only one: its data directory goes with cleanup-node")
+		return nil
+	}
+	if len(members) == 2 && !d.Force {
+		return fmt.Errorf("etcd has 2 members: removing this node's would leave 1, which tolerates no failure, and a failure of the other node would then lose the cluster. Join another control plane first, or reset with --force")
+	}
+	if err := ec.CheckClusterHealth(); err != nil && !d.Force {
+		return fmt.Errorf("etcd is not healthy (%v): removing a member now could cost it its quorum; repair it first, or reset with --force", err)
+	}
+	if name := nodeName(d.FS); name != "" {
+		d.logf("[reset] Stopping the kubelet")
+		if err := daemon.StopComponent(ctx, d.FS, component.Kubelet, time.Minute); err != nil {
+			return err
+		}
+		d.deleteNode(ctx, name, path.Join(kubeconfig.Dir, "admin.conf"))
+	}
+	id, err := ec.GetMemberID(peer)
+	if err != nil {
+		return fmt.Errorf("finding this node's etcd member (%s): %w", peer, err)
+	}
+	d.logf("[reset] Removing etcd member %x (%s) from the cluster", id, peer)
+	left, err := ec.RemoveMember(id)
+	if err != nil {
+		return fmt.Errorf("removing this node's etcd member %x: %w", id, err)
+	}
+	var names []string
+	for _, m := range left {
+		names = append(names, m.Name)
+	}
+	d.logf("[reset] etcd keeps %d members: %s", len(left), strings.Join(names, ", "))
+	return nil
+}
+
+func listMembers(ctx context.Context, ec *etcdutil.Client) ([]etcdutil.Member, error) {
+	type result struct {
+		m   []etcdutil.Member
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		m, err := ec.ListMembers()
+		ch <- result{m, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.m, r.err
+	case <-time.After(20 * time.Second):
+		return nil, fmt.Errorf("no answer within 20s")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }

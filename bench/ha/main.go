@@ -1,0 +1,245 @@
+// Command ha measures high availability without an external load
+// balancer: the time from `kubeboot join --control-plane` to the joining
+// node's API server answering /readyz (median of 3 joins), and the longest
+// gap a client reading through a worker's node-local load balancer every
+// 50 ms sees while every process of one of three control planes is killed
+// (median of 3 kills, each of another control plane).
+//
+//	go run ./bench/ha   (as root, after `make build`)
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kubeboot/kubeboot/bench/internal/benchutil"
+	"github.com/kubeboot/kubeboot/test/nethost"
+)
+
+var (
+	joinFlags = regexp.MustCompile(`--token (\S+) \\\s+--discovery-token-ca-cert-hash (\S+)`)
+	keyFlag   = regexp.MustCompile(`--certificate-key (\S+)`)
+)
+
+func main() {
+	settle := flag.Duration("settle", 5*time.Second, "how long each kill is watched")
+	flag.Parse()
+	if err := run(*settle); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+type cluster struct {
+	bin, dir    string
+	network     *nethost.Network
+	hosts       []*nethost.Host
+	token, hash string
+	key         string
+	seed        string
+}
+
+func (c *cluster) host(name, ip string) (*nethost.Host, error) {
+	h, err := nethost.NewWith("kbbench-h"+name, ip, filepath.Join(c.dir, name), c.bin, nethost.Options{Network: c.network})
+	if err == nil {
+		c.hosts = append(c.hosts, h)
+	}
+	return h, err
+}
+
+func (c *cluster) close() {
+	for i := len(c.hosts) - 1; i >= 0; i-- {
+		nethost.Run(c.hosts[i].Kubeboot("reset", "--force")) //nolint:errcheck
+		c.hosts[i].Close()
+	}
+	c.network.Close()
+	os.RemoveAll(c.dir)
+}
+
+func kb(h *nethost.Host, args ...string) (string, error) {
+	out, err := nethost.Run(h.Kubeboot(args...))
+	if err != nil {
+		return out, fmt.Errorf("%s: kubeboot %s: %v\n%s", h.Name, strings.Join(args, " "), err, out)
+	}
+	return out, nil
+}
+
+func apiReady(h *nethost.Host) bool {
+	c := &http.Client{Timeout: time.Second, Transport: &http.Transport{DialContext: h.DialContext, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}} //nolint:gosec // readiness only
+	resp, err := c.Get("https://" + h.IP + ":6443/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == 200
+}
+
+// joinControlPlane joins h and returns the time to its API server's /readyz.
+func (c *cluster) joinControlPlane(h *nethost.Host, name string) (time.Duration, error) {
+	start := time.Now()
+	var ready time.Duration
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for time.Since(start) < 3*time.Minute && ready == 0 {
+			if apiReady(h) {
+				ready = time.Since(start)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	_, err := kb(h, "join", c.seed, "--token", c.token, "--discovery-token-ca-cert-hash", c.hash, "--control-plane", "--certificate-key", c.key, "--node-name", name)
+	<-done
+	return ready, err
+}
+
+func run(settle time.Duration) error {
+	bin, err := benchutil.Binary()
+	if err != nil {
+		return err
+	}
+	if err := nethost.BecomeSubreaper(); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "kubeboot-bench-")
+	if err != nil {
+		return err
+	}
+	network, err := nethost.NewNetwork("kbbench-hnet")
+	if err != nil {
+		return err
+	}
+	c := &cluster{bin: bin, dir: dir, network: network, seed: "10.209.0.2:6443"}
+	defer c.close()
+	cp1, err := c.host("cp1", "10.209.0.2")
+	if err != nil {
+		return err
+	}
+	out, err := kb(cp1, "init", "--node-name", "cp1", "--upload-certs")
+	if err != nil {
+		return err
+	}
+	m, k := joinFlags.FindStringSubmatch(out), keyFlag.FindStringSubmatch(out)
+	if m == nil || k == nil {
+		return fmt.Errorf("no control-plane join command in init's output:\n%s", out)
+	}
+	c.token, c.hash, c.key = m[1], m[2], k[1]
+
+	// Three joins: the second and the third control plane, then a fourth
+	// in place of the third (reset first).
+	var joins []time.Duration
+	cps := []*nethost.Host{cp1}
+	for i, ip := range []string{"10.209.0.3", "10.209.0.4", "10.209.0.6"} {
+		name := fmt.Sprintf("cp%d", i+2)
+		if i == 2 {
+			if _, err := kb(cps[2], "reset", "--force"); err != nil {
+				return err
+			}
+			cps = cps[:2]
+		}
+		h, err := c.host(name, ip)
+		if err != nil {
+			return err
+		}
+		d, err := c.joinControlPlane(h, name)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("join --control-plane %s: API server ready %s after the start\n", name, d.Round(time.Millisecond))
+		joins = append(joins, d)
+		cps = append(cps, h)
+	}
+	w, err := c.host("w1", "10.209.0.5")
+	if err != nil {
+		return err
+	}
+	if _, err := kb(w, "join", c.seed, "--token", c.token, "--discovery-token-ca-cert-hash", c.hash, "--node-name", "w1"); err != nil {
+		return err
+	}
+
+	var gaps []time.Duration
+	for _, victim := range cps {
+		g, err := killAndWatch(w, victim, settle)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("killed %s: longest gap through the worker's load balancer %s\n", victim.Name, g.Round(time.Millisecond))
+		gaps = append(gaps, g)
+		if _, err := kb(victim, "daemon", "start"); err != nil {
+			return err
+		}
+		deadline := time.Now().Add(2 * time.Minute)
+		for !apiReady(victim) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("%s's API server did not come back", victim.Name)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		time.Sleep(3 * time.Second) // its etcd member catches up; the balancer sees it healthy
+	}
+	longest := time.Duration(0)
+	for _, g := range gaps {
+		longest = max(longest, g)
+	}
+	fmt.Printf("\nHA without an external load balancer (3 control planes, stacked etcd, 1 worker):\n")
+	fmt.Printf("  join --control-plane to its API server ready, median of %d   %s\n", len(joins), benchutil.Median(joins).Round(time.Millisecond))
+	fmt.Printf("  longest read gap through a worker's load balancer while a control plane is killed, median of %d   %s (max %s)\n",
+		len(gaps), benchutil.Median(gaps).Round(time.Millisecond), longest.Round(time.Millisecond))
+	return nil
+}
+
+// killAndWatch reads through the worker's load balancer every 50 ms, kills
+// every process of the victim, and returns the longest gap between two
+// successful reads over settle.
+func killAndWatch(w, victim *nethost.Host, settle time.Duration) (time.Duration, error) {
+	pool := x509.NewCertPool()
+	caPEM, err := os.ReadFile(filepath.Join(w.Root, "etc/kubernetes/pki/ca.crt"))
+	if err != nil {
+		return 0, err
+	}
+	pool.AppendCertsFromPEM(caPEM)
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{DialContext: w.DialContext, TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	var mu sync.Mutex
+	var gap time.Duration
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		last := time.Now()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			resp, err := client.Get("https://127.0.0.1:6444/readyz")
+			if err == nil {
+				ok := resp.StatusCode == 200
+				resp.Body.Close()
+				if ok {
+					mu.Lock()
+					gap = max(gap, time.Since(last))
+					mu.Unlock()
+					last = time.Now()
+				}
+			}
+		}
+	}()
+	time.Sleep(time.Second)
+	victim.KillAll()
+	time.Sleep(settle)
+	close(stop)
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	return gap, nil
+}

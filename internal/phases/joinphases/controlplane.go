@@ -1,0 +1,295 @@
+package joinphases
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
+	"k8s.io/kubernetes/cmd/kubeadm/app/phases/markcontrolplane"
+	etcdutil "k8s.io/kubernetes/cmd/kubeadm/app/util/etcd"
+
+	"github.com/kubeboot/kubeboot/pkg/apiclient"
+	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+	"github.com/kubeboot/kubeboot/pkg/pki"
+	"github.com/kubeboot/kubeboot/pkg/preflight"
+)
+
+// controlPlaneChecks are the pre-flight checks of a joining control plane:
+// its ports, its component specs and etcd's data directory.
+func (d *Data) controlPlaneChecks() []preflight.Check {
+	cp := d.Join.ControlPlane
+	checks := []preflight.Check{}
+	for _, p := range []int{int(cp.LocalAPIEndpoint.BindPort), component.ControllerManagerPort, component.SchedulerPort, component.EtcdClientPort, component.EtcdPeerPort} {
+		checks = append(checks, preflight.Port(p))
+	}
+	for _, name := range []string{component.APIServer, component.ControllerManager, component.Scheduler, component.Etcd} {
+		checks = append(checks, preflight.FileAvailable(d.FS, component.SpecPath(name)))
+	}
+	return checks
+}
+
+// generator is the PKI of this control plane: the cluster's shared CAs and
+// keys (downloaded), this node's own certificates.
+func (d *Data) generator() *pki.Generator {
+	if d.pki == nil {
+		d.pki = &pki.Generator{FS: d.FS, Cfg: d.Cfg, Out: d.Out}
+	}
+	return d.pki
+}
+
+func runDownloadCerts(ctx context.Context, d *Data) error {
+	if err := d.discover(ctx); err != nil {
+		return err
+	}
+	if d.certs == nil {
+		// As kubeadm: without a key the shared certificates must be there.
+		d.Logf("[download-certs] No --certificate-key: using the shared certificates in %q", d.FS.Path(d.Cfg.Cluster.CertificatesDir))
+		return nil
+	}
+	d.Logf("[download-certs] Saving the certificates to the folder: %q", d.FS.Path(d.Cfg.Cluster.CertificatesDir))
+	for _, f := range d.certs {
+		if err := d.FS.WriteFile(path.Join(d.Cfg.Cluster.CertificatesDir, f.Name), f.Data, f.Mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runControlPlaneCerts(ctx context.Context, d *Data) error {
+	if err := d.discover(ctx); err != nil {
+		return err
+	}
+	g := d.generator()
+	for _, ca := range []string{"ca", "front-proxy-ca", "etcd-ca"} {
+		if d.Cfg.Cluster.Etcd.External != nil && ca == "etcd-ca" {
+			continue
+		}
+		if _, err := g.CA(ca); err != nil {
+			return fmt.Errorf("this node has no usable copy of the cluster's %q CA (%w): give the --certificate-key `kubeboot init --upload-certs` printed, or copy the shared certificates into %s", ca, err, d.FS.Path(d.Cfg.Cluster.CertificatesDir))
+		}
+	}
+	d.Logf("[certs] Using certificateDir folder %q", d.FS.Path(g.Dir()))
+	for _, s := range pki.List(d.Cfg) {
+		if err := g.Ensure(s); err != nil {
+			return err
+		}
+	}
+	return g.EnsureServiceAccountKey()
+}
+
+// controlPlaneKubeconfigs are the files a joining control plane writes
+// itself, as kubeadm's CreateJoinControlPlaneKubeConfigFiles (and
+// kube-proxy's, since kube-proxy runs on the host): kubelet.conf comes
+// from the TLS bootstrap, super-admin.conf stays on the first node.
+var controlPlaneKubeconfigs = []string{"admin", "controller-manager", "scheduler", "kube-proxy"}
+
+func runControlPlaneKubeconfigs(ctx context.Context, d *Data) error {
+	if err := d.discover(ctx); err != nil {
+		return err
+	}
+	d.Logf("[kubeconfig] Using kubeconfig folder %q", d.FS.Path(kubeconfig.Dir))
+	w := &kubeconfig.Writer{FS: d.FS, Cfg: d.Cfg, PKI: d.generator(), Out: d.Out}
+	for _, s := range kubeconfig.List(d.Cfg) {
+		if slices.Contains(controlPlaneKubeconfigs, s.Name) {
+			if err := w.Ensure(s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func runControlPlaneSpecs(ctx context.Context, d *Data) error {
+	if err := d.discover(ctx); err != nil {
+		return err
+	}
+	r := d.Renderer()
+	d.Logf("[control-plane] Using component spec folder %q", d.FS.Path(component.SpecDir))
+	for _, spec := range []component.Spec{r.APIServer(), r.ControllerManager(), r.Scheduler()} {
+		if spec.Name == component.APIServer && d.Cfg.Cluster.Etcd.External == nil {
+			// The local etcd member starts only once it has joined: an API
+			// server started before would back off its etcd connection for
+			// seconds longer than the member takes.
+			spec.Requires = append(spec.Requires, component.Etcd)
+		}
+		if err := d.WriteSpec(spec, "control-plane"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// adminClient is a cluster-admin client of this node's admin.conf,
+// talking to the API server this node joined through (its own does not
+// serve before its etcd member does).
+func (d *Data) adminClient() (kubernetes.Interface, error) {
+	c, _, err := apiclient.FromKubeconfig(d.FS.Path(path.Join(kubeconfig.Dir, "admin.conf")), d.cluster.Server)
+	return c, err
+}
+
+// etcdClient is a client of the cluster's etcd members, found as kubeadm
+// finds them (the control-plane nodes' addresses; kubeboot runs no etcd
+// static pods whose annotations kubeadm reads).
+func (d *Data) etcdClient(ctx context.Context) (*etcdutil.Client, error) {
+	c, err := d.adminClient()
+	if err != nil {
+		return nil, err
+	}
+	var endpoints []string
+	err = apiclient.Retry(ctx, d.Join.Timeouts.KubernetesAPICall.Duration, func(ctx context.Context) error {
+		nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kubeadmconstants.LabelNodeRoleControlPlane})
+		if err != nil {
+			return err
+		}
+		endpoints = nil
+		for _, n := range nodes.Items {
+			if n.Name == d.Join.NodeRegistration.Name {
+				continue
+			}
+			for _, a := range n.Status.Addresses {
+				if a.Type == corev1.NodeInternalIP {
+					endpoints = append(endpoints, etcdutil.GetClientURLByIP(a.Address))
+				}
+			}
+		}
+		if len(endpoints) == 0 {
+			return errors.New("no control-plane node with an internal address")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("finding the cluster's etcd members: %w", err)
+	}
+	dir := d.FS.Path(d.Cfg.Cluster.CertificatesDir)
+	return etcdutil.New(endpoints, path.Join(dir, "etcd/ca.crt"), path.Join(dir, "apiserver-etcd-client.crt"), path.Join(dir, "apiserver-etcd-client.key"))
+}
+
+func runEtcdJoin(ctx context.Context, d *Data) error {
+	if err := d.discover(ctx); err != nil {
+		return err
+	}
+	if d.Cfg.Cluster.Etcd.External != nil {
+		d.Logf("[etcd] External etcd mode: skipping the local etcd member")
+		return nil
+	}
+	if d.FS.DryRun() {
+		d.Logf("[dryrun] Would add this node's etcd member to the cluster as a learner, start it and promote it")
+		return nil
+	}
+	r := d.Renderer()
+	ec, err := d.etcdClient(ctx)
+	if err != nil {
+		return err
+	}
+	name, peer := d.Join.NodeRegistration.Name, r.EtcdPeerURL()
+	d.Logf("[etcd] Announced new etcd member joining to the existing etcd cluster as a learner (%s at %s)", name, peer)
+	members, err := ec.AddMemberAsLearner(name, peer)
+	if err != nil {
+		return fmt.Errorf("adding this node's etcd member %s to the cluster at %v: %w", peer, ec.Endpoints, err)
+	}
+	var initial []string
+	for _, m := range members {
+		initial = append(initial, m.Name+"="+m.PeerURL)
+	}
+	spec := r.JoiningEtcd(strings.Join(initial, ","))
+	d.Logf("[etcd] Writing the component spec for the new etcd member to %q", d.FS.Path(component.SpecPath(spec.Name)))
+	if err := d.WriteSpec(spec, "etcd"); err != nil {
+		return err
+	}
+	id, err := ec.GetMemberID(peer)
+	if err != nil {
+		return err
+	}
+	// Promote once the learner serves clients, that is once it has
+	// published itself: a promotion racing the publication (in a cluster
+	// going from one voting member to two) had the publication proposal
+	// dropped and retried after etcd's 7 s request timeout. (A learner's
+	// /readyz fails: the rest of the probe passes once it votes.)
+	if err := d.waitEtcdServing(ctx); err != nil {
+		return err
+	}
+	d.Logf("[etcd] Waiting for the new etcd member to catch up and promoting it to a voting member")
+	if err := ec.MemberPromote(id); err != nil {
+		return fmt.Errorf("promoting this node's etcd member %x: %w; its log is %s", id, err, d.FS.Path("/var/log/kubeboot/etcd.log"))
+	}
+	d.Logf("[etcd] The etcd member %s is a voting member after %s", name, d.Since())
+	return d.Wait(ctx, "etcd", spec)
+}
+
+func runMarkControlPlane(ctx context.Context, d *Data) error {
+	c, err := d.adminClient()
+	if err != nil {
+		return err
+	}
+	taints := d.Join.NodeRegistration.Taints
+	if taints == nil {
+		taints = []corev1.Taint{{Key: kubeadmconstants.LabelNodeRoleControlPlane, Effect: corev1.TaintEffectNoSchedule}}
+	}
+	if d.FS.DryRun() {
+		d.Logf("[dryrun] Would mark the node %s as control-plane", d.Join.NodeRegistration.Name)
+		return nil
+	}
+	return markcontrolplane.MarkControlPlane(c, d.Join.NodeRegistration.Name, taints)
+}
+
+func runWaitControlPlane(ctx context.Context, d *Data) error {
+	r := d.Renderer()
+	d.Logf("[control-plane-check] Waiting for healthy control plane components. This can take up to %s", d.Timeout)
+	for _, spec := range []component.Spec{r.APIServer(), r.ControllerManager(), r.Scheduler()} {
+		if err := d.Wait(ctx, "control-plane-check", spec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitEtcdServing waits until the local etcd member answers a client
+// request (its status): it does once it has published itself to the
+// cluster. Its client port accepts connections before that, and its
+// /readyz fails as long as it is a learner.
+func (d *Data) waitEtcdServing(ctx context.Context) error {
+	dir := d.FS.Path(d.Cfg.Cluster.CertificatesDir)
+	tlsInfo := transport.TLSInfo{CertFile: path.Join(dir, "apiserver-etcd-client.crt"), KeyFile: path.Join(dir, "apiserver-etcd-client.key"), TrustedCAFile: path.Join(dir, "etcd/ca.crt")}
+	tlsConfig, err := tlsInfo.ClientConfig()
+	if err != nil {
+		return err
+	}
+	endpoint := fmt.Sprintf("https://127.0.0.1:%d", component.EtcdClientPort)
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, TLS: tlsConfig, DialTimeout: time.Second})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, d.Timeout)
+	defer cancel()
+	start, last := time.Now(), time.Now()
+	for {
+		sctx, scancel := context.WithTimeout(ctx, time.Second)
+		_, err := c.Status(sctx, endpoint)
+		scancel()
+		if err == nil {
+			d.Logf("[etcd] The new etcd member serves clients after %s", d.Since())
+			return nil
+		}
+		if time.Since(last) >= 5*time.Second {
+			last = time.Now()
+			d.Logf("[etcd] Still waiting for the new etcd member to serve clients (%s so far): %v", time.Since(start).Round(time.Second), err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the new etcd member did not serve clients within %s: %v; its log is %s", d.Timeout, err, d.FS.Path("/var/log/kubeboot/etcd.log"))
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
