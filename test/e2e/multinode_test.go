@@ -131,6 +131,18 @@ func TestMultiNode(t *testing.T) {
 		refusals(t, cp, w1, w2, fake, token, hash)
 	})
 
+	t.Run("dry run writes nothing", func(t *testing.T) {
+		out := kb(t, w1, "join", cpIP+":6443", "--token", token, "--discovery-token-ca-cert-hash", hash, "--node-name", "w1", "--dry-run")
+		for _, want := range []string{"[dryrun] Would write file", "bootstrap-kubelet.conf", "[dryrun] Would run: kubelet", "Finished dry-running successfully"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("dry run output lacks %q:\n%s", want, out)
+			}
+		}
+		if files := listAll(w1.Root); len(files) != 0 {
+			t.Errorf("a dry run wrote %v", files)
+		}
+	})
+
 	// w1 joins through the control plane's second address; cluster-info
 	// names the first.
 	t.Run("join through another address of the control plane", func(t *testing.T) {
