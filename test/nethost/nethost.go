@@ -37,7 +37,8 @@ type Host struct {
 	Binary string
 
 	holder *exec.Cmd
-	dir    string // scratch dir for the holder's mounts and resolv.conf
+	dir    string   // scratch dir for the holder's mounts and resolv.conf
+	made   []string // machine directories made for private mounts
 }
 
 // reaper tracks the children this process starts itself, so that Reap
@@ -140,6 +141,11 @@ type Options struct {
 	// /run/systemd/resolve/resolv.conf: the host looks like one whose
 	// systemd-resolved knows these upstream servers.
 	SystemdResolved string
+	// PrivateDirs get an empty tmpfs of their own in the host, for programs
+	// that write at fixed paths (upstream kubeadm's /etc/kubernetes and
+	// /var/lib/kubelet). A directory the machine lacks is made for the
+	// mount and removed by Close.
+	PrivateDirs []string
 }
 
 // New creates a host named name with address ip/24, its root prefix
@@ -215,6 +221,15 @@ mount -t sysfs sysfs /sys
 mount --move %[1]s /sys/fs/cgroup
 mount --bind %[2]s /etc/resolv.conf
 `, cg, resolv, name)
+	for _, d := range o.PrivateDirs {
+		if _, err := os.Stat(d); os.IsNotExist(err) {
+			if err = os.MkdirAll(d, 0o755); err != nil {
+				return h, err
+			}
+			h.made = append(h.made, d)
+		}
+		script += fmt.Sprintf("mount -t tmpfs tmpfs %s\n", d)
+	}
 	if o.SystemdResolved != "" {
 		// A tmpfs over /run/systemd (it exists on Debian even without
 		// systemd running) holds the fake resolver's upstream file.
@@ -395,6 +410,10 @@ func (h *Host) Close() error {
 	time.Sleep(50 * time.Millisecond)
 	Reap()
 	_ = run("ip", "netns", "del", h.Name)
+	for i := len(h.made) - 1; i >= 0; i-- {
+		os.Remove(h.made[i]) // empty once the holder's mounts are gone
+	}
+	h.made = nil
 	return os.RemoveAll(h.dir)
 }
 
