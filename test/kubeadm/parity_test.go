@@ -8,6 +8,7 @@ package kubeadm
 import (
 	"context"
 	"crypto/x509"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,12 +16,17 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/clientcmd"
 	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/kubernetes/cmd/kubeadm/app/phases/addons/proxy"
 	certsphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/certs"
+	kubeletphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/kubelet"
 	kubeconfigphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/kubeconfig"
+	"k8s.io/kubernetes/cmd/kubeadm/app/phases/uploadconfig"
 	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
 
+	"github.com/kubeboot/kubeboot/pkg/bootstrap"
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
@@ -210,4 +216,38 @@ func TestCertificatesAndKubeconfigsMatchKubeadm(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestJoinReadsWhatKubeadmInitStores: what upstream kubeadm init stores for
+// joining nodes (its own upload-config, kubelet and kube-proxy phases, run
+// against a fake API) is what kubeboot join reads back.
+func TestJoinReadsWhatKubeadmInitStores(t *testing.T) {
+	kcfg, err := configutil.BytesToInitConfiguration([]byte(cfgYAML), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewClientset()
+	if err := uploadconfig.UploadConfiguration(kcfg, client); err != nil {
+		t.Fatal(err)
+	}
+	if err := kubeletphase.CreateConfigMap(&kcfg.ClusterConfiguration, client); err != nil {
+		t.Fatal(err)
+	}
+	if err := proxy.EnsureProxyAddon(&kcfg.ClusterConfiguration, &kcfg.LocalAPIEndpoint, client, "", io.Discard, false); err != nil {
+		t.Fatal(err)
+	}
+	got, err := bootstrap.FetchConfig(context.Background(), client, "a kubeadm-made cluster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Cluster.ControlPlaneEndpoint != "vip.example.com:8443" || got.Cluster.Networking.PodSubnet != "10.244.0.0/16" ||
+		got.Cluster.KubernetesVersion != "v1.37.2" || got.Cluster.ClusterName != "kubernetes" {
+		t.Errorf("ClusterConfiguration read back: %+v", got.Cluster)
+	}
+	if got.Kubelet == nil || got.Kubelet.CgroupDriver != "systemd" || got.Kubelet.ClusterDomain != "cluster.local" {
+		t.Errorf("KubeletConfiguration read back: %+v", got.Kubelet)
+	}
+	if got.KubeProxy == nil || got.KubeProxy.ClusterCIDR != "10.244.0.0/16" {
+		t.Errorf("KubeProxyConfiguration read back: %+v", got.KubeProxy)
+	}
 }
