@@ -295,6 +295,16 @@ func runRemoveEtcdMember(ctx context.Context, d *Data) error {
 		}
 		d.deleteNode(ctx, name, path.Join(kubeconfig.Dir, "admin.conf"))
 	}
+	// The API server next, while its etcd member still serves: on the way
+	// out it removes its endpoint from the kubernetes Service (the other
+	// nodes' load balancers follow it), where without etcd it waited for
+	// the daemon's stop timeout.
+	d.logf("[reset] Stopping the control plane components")
+	for _, c := range []string{component.ControllerManager, component.Scheduler, component.APIServer} {
+		if err := daemon.StopComponent(ctx, d.FS, c, time.Minute); err != nil {
+			return err
+		}
+	}
 	id, err := ec.GetMemberID(peer)
 	if err != nil {
 		return fmt.Errorf("finding this node's etcd member (%s): %w", peer, err)
