@@ -110,6 +110,21 @@ func TestControlPlane(t *testing.T) {
 		}
 	})
 
+	t.Run("withheld secrets are printed nowhere", func(t *testing.T) {
+		const token, key = "abcdef.0123456789abcdef", "3b5f0c7f2d2a4a8e9c1d6e0f7a8b9c0d1e2f3a4b5c6d7e8f9a0b1c2d3e4f5a6b"
+		out := kb(t, h, "init", "--node-name", "cp1", "--dry-run", "--upload-certs", "--token", token, "--certificate-key", key,
+			"--skip-token-print", "--skip-certificate-key-print")
+		if strings.Contains(out, "0123456789abcdef") || strings.Contains(out, key) {
+			t.Errorf("a withheld secret is printed:\n%s", out)
+		}
+		if !strings.Contains(out, "--token <value withheld>") || !strings.Contains(out, "--certificate-key <value withheld>") {
+			t.Errorf("the join commands do not say the values are withheld:\n%s", out)
+		}
+		if files := listAll(h.Root); len(files) != 0 {
+			t.Fatalf("a dry run wrote %v", files)
+		}
+	})
+
 	var token string
 	t.Run("init", func(t *testing.T) {
 		start := time.Now()

@@ -39,6 +39,9 @@ type Data struct {
 	IgnorePreflightErrors []string
 	UploadCerts           bool
 	SkipTokenPrint        bool
+	// SkipCertificateKeyPrint withholds the certificate key, as kubeadm's
+	// flag of that name.
+	SkipCertificateKeyPrint bool
 	// DNSUpstream is the operator's --dns-upstream, nil when not given
 	// (see node.DNSUpstream).
 	DNSUpstream *string
@@ -293,6 +296,10 @@ func runUploadCerts(ctx context.Context, d *Data) error {
 	}); err != nil {
 		return err
 	}
+	if d.SkipCertificateKeyPrint {
+		d.Logf("[upload-certs] The certificate key is not printed (--skip-certificate-key-print)")
+		return nil
+	}
 	d.Logf("[upload-certs] Using certificate key:\n%s", d.Cfg.Init.CertificateKey)
 	return nil
 }
@@ -363,7 +370,16 @@ func runShowJoinCommand(_ context.Context, d *Data) error {
 		return err
 	}
 	endpoint := strings.TrimPrefix(kubeconfig.ServerURL(d.Cfg), "https://")
-	token := d.Cfg.Init.BootstrapTokens[0].Token.String()
+	// As kubeadm: a withheld secret is not printed anywhere, the join
+	// command included. Token and certificate key together open the
+	// cluster's CA keys for two hours.
+	token, key := d.Cfg.Init.BootstrapTokens[0].Token.String(), d.Cfg.Init.CertificateKey
+	if d.SkipTokenPrint {
+		token = "<value withheld>"
+	}
+	if d.SkipCertificateKeyPrint {
+		key = "<value withheld>"
+	}
 	hash := discovery.CAHash(ca.Cert)
 	admin := d.FS.Path(path.Join(kubeconfig.Dir, "admin.conf"))
 	fmt.Fprintf(d.Out, `
@@ -384,7 +400,7 @@ kubectl is built in: kubeboot kubectl --kubeconfig %[1]s get nodes
 `, admin)
 	if d.UploadCerts {
 		fmt.Fprintf(d.Out, "You can now join any number of control-plane nodes running the following command on each as root:\n\n%s\n\n",
-			discovery.JoinCommand(endpoint, token, hash, true, d.Cfg.Init.CertificateKey))
+			discovery.JoinCommand(endpoint, token, hash, true, key))
 		fmt.Fprintf(d.Out, "Please note that the certificate-key gives access to cluster sensitive data, keep it secret!\nAs a safeguard, uploaded-certs will be deleted in two hours.\n\n")
 	}
 	fmt.Fprintf(d.Out, "Then you can join any number of worker nodes by running the following on each as root:\n\n%s\n",
