@@ -84,3 +84,14 @@ func TestBringUpWithoutCgroups(t *testing.T) {
 		t.Fatalf("groups %v, log %v", b.groups, log)
 	}
 }
+
+func TestComponentEnv(t *testing.T) {
+	env := ComponentEnv([]string{"HOME=/root", "AWS_SECRET_ACCESS_KEY=x", "http_proxy=http://p", "GOGC=50", "KUBEBOOT_SETTLE_GOGC=off", "PATH=/home/me/bin", "GOMAXPROCS=2"})
+	want := []string{"PATH=/home/me/bin", "GOGC=50", "KUBEBOOT_SETTLE_GOGC=off", "GOMAXPROCS=2"}
+	if strings.Join(env, " ") != strings.Join(want, " ") {
+		t.Errorf("component environment %v, want %v", env, want)
+	}
+	if env := ComponentEnv([]string{"HOME=/root"}); len(env) != 1 || env[0] != componentPath {
+		t.Errorf("without a PATH: %v, want [%s]", env, componentPath)
+	}
+}

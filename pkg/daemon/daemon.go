@@ -32,7 +32,36 @@ const (
 	StatusFile = RunDir + "/status.json"
 	LogDir     = "/var/log/kubeboot"
 	LogFile    = LogDir + "/daemon.log"
+	// LinkDir holds the links named after the components that the daemon
+	// starts them through.
+	LinkDir = "/var/lib/kubeboot/bin"
 )
+
+// componentPath is the PATH a component gets when the daemon has none:
+// the system's directories, where they find containerd, runc, iptables
+// and mount.
+const componentPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// ComponentEnv is the environment of every component: the daemon's PATH
+// (the one preflight searched, so containerd finds the runc and the
+// kubelet the iptables that preflight found), and from the rest of the
+// daemon's environment only the variables that tune the Go runtime or
+// kubeboot (GOGC, GOMAXPROCS, GOMEMLIMIT, GODEBUG, GOTRACEBACK,
+// KUBEBOOT_*), not whatever the shell that ran init held (credentials,
+// proxies, ...).
+func ComponentEnv(environ []string) []string {
+	env := []string{componentPath}
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		switch {
+		case name == "PATH" && value != "":
+			env[0] = kv
+		case name == "GOGC", name == "GOMAXPROCS", name == "GOMEMLIMIT", name == "GODEBUG", name == "GOTRACEBACK", strings.HasPrefix(name, "KUBEBOOT_"):
+			env = append(env, kv)
+		}
+	}
+	return env
+}
 
 // StatusReport is what the daemon writes to its status file.
 type StatusReport struct {
@@ -127,6 +156,8 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer) error {
 	sup = supervisor.New(supervisor.Options{Exe: exe, LogDir: fs.Path(LogDir), Logf: logf,
 		OnChange: changed,
 		Started:  cpu.place,
+		LinkDir:  fs.Path(LinkDir),
+		Env:      ComponentEnv(os.Environ()),
 	})
 	store := component.Store{FS: fs}
 	var applied []byte

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path"
 	"strings"
 	"time"
@@ -198,14 +199,13 @@ func (n *Node) StartRuntime(ctx context.Context, prefix string) error {
 	return nil
 }
 
+// execPath finds an executable as preflight's InPath check did: in PATH.
 func execPath(name string) (string, error) {
-	for _, dir := range []string{"/usr/bin", "/usr/local/bin", "/usr/sbin", "/bin"} {
-		p := path.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() {
-			return p, nil
-		}
+	p, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%s not found in PATH: run `apt-get install containerd runc`", name)
 	}
-	return "", fmt.Errorf("%s is not installed: run `apt-get install containerd runc`", name)
+	return p, nil
 }
 
 // startImageImport streams kubeboot's images into containerd in the

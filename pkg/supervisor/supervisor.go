@@ -58,6 +58,13 @@ type Options struct {
 	// Started, when set, is called with each process right after it
 	// starts (the daemon places it in its CPU group).
 	Started func(spec component.Spec, pid int)
+	// LinkDir, when set, holds a link to Exe per component, named after
+	// it, through which the component is started: its process then has
+	// the component's name (ps -C kube-apiserver, monitoring agents), not
+	// the binary's.
+	LinkDir string
+	// Env is every component's whole environment; nil means none.
+	Env []string
 }
 
 // Supervisor runs a set of components.
@@ -284,10 +291,17 @@ func (s *Supervisor) runOnce(ctx context.Context, p *proc) string {
 	exe := s.opts.Exe
 	if p.spec.Exec != "" {
 		exe = p.spec.Exec
+	} else if s.opts.LinkDir != "" {
+		link, err := s.link(p.spec.Name)
+		if err != nil {
+			return err.Error()
+		}
+		exe = link
 	}
 	cmd := &exec.Cmd{
 		Path: exe,
 		Args: append([]string{p.spec.Name}, p.spec.Args...),
+		Env:  append([]string{}, s.opts.Env...),
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid: true,
 			// Children must not outlive the daemon: a killed daemon takes its
@@ -331,6 +345,22 @@ func (s *Supervisor) runOnce(ctx context.Context, p *proc) string {
 		s.opts.Logf("killed %s after %s", p.spec.Name, s.opts.StopTimeout)
 		return exitString(err)
 	}
+}
+
+// link makes (or keeps) LinkDir/name, a symbolic link to Exe.
+func (s *Supervisor) link(name string) (string, error) {
+	link := filepath.Join(s.opts.LinkDir, name)
+	if cur, err := os.Readlink(link); err == nil && cur == s.opts.Exe {
+		return link, nil
+	}
+	if err := os.MkdirAll(s.opts.LinkDir, 0o755); err != nil {
+		return "", err
+	}
+	os.Remove(link)
+	if err := os.Symlink(s.opts.Exe, link); err != nil {
+		return "", fmt.Errorf("linking %s: %w", link, err)
+	}
+	return link, nil
 }
 
 func exitString(err error) string {

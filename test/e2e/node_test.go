@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -103,7 +104,13 @@ func TestSingleNode(t *testing.T) {
 
 	t.Run("init", func(t *testing.T) {
 		start := time.Now()
-		out := kb(t, h, "init", "--node-name", "n1", "--single-node")
+		// A variable of init's environment must not reach the components.
+		cmd := h.Kubeboot("init", "--node-name", "n1", "--single-node")
+		cmd.Env = append(os.Environ(), "E2E_INIT_SECRET=hunter2")
+		out, err := nethost.Run(cmd)
+		if err != nil {
+			t.Fatalf("init: %v\n%s", err, out)
+		}
 		t.Logf("init took %s", time.Since(start).Round(time.Millisecond))
 		for _, l := range strings.Split(out, "\n") {
 			if strings.Contains(l, "healthy after") || strings.HasPrefix(l, "[images]") {
@@ -137,6 +144,23 @@ func TestSingleNode(t *testing.T) {
 		}
 		if strings.Contains(out, "WARNING") {
 			t.Errorf("init warns on a host whose resolver has upstream servers:\n%s", grepLines(out, "WARNING"))
+		}
+		// Each component runs under its own name, with its own environment.
+		for _, c := range readStatus(t, h).Components {
+			if c.Name == "containerd" {
+				continue
+			}
+			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c.PID))
+			if want := c.Name[:min(len(c.Name), 15)]; strings.TrimSpace(string(comm)) != want {
+				t.Errorf("%s (pid %d) runs as %q, want %q (ps -C finds components by it)", c.Name, c.PID, strings.TrimSpace(string(comm)), want)
+			}
+			environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", c.PID))
+			if strings.Contains(string(environ), "E2E_INIT_SECRET") || !strings.Contains(string(environ), "PATH=") {
+				t.Errorf("%s's environment: %q", c.Name, environ)
+			}
+		}
+		if ps, err := exec.Command("ps", "-C", "kube-apiserver,etcd,kubelet", "-o", "comm=").Output(); err != nil || !strings.Contains(string(ps), "kube-apiserver") || !strings.Contains(string(ps), "etcd") || !strings.Contains(string(ps), "kubelet") {
+			t.Errorf("ps -C kube-apiserver,etcd,kubelet: %v %q", err, ps)
 		}
 		out = kubectl(t, h, "get", "pods", "-n", "kube-system", "-o", "jsonpath={range .items[*]}{.metadata.name}={.status.phase} {end}")
 		for _, p := range strings.Fields(out) {
