@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/pki"
 )
@@ -114,8 +115,13 @@ func newCheckExpirationCommand(g *GlobalFlags, s Streams) *cobra.Command {
 			cas, leaves := gen.Inspect()
 			for _, k := range renewableKubeconfigs(gen.Cfg) {
 				st := pki.Status{Name: k.FileName, CAName: "ca"}
-				if cert, err := kw.ClientCert(path.Join(kubeconfig.Dir, k.FileName)); err != nil {
-					st.Missing = true
+				file := path.Join(kubeconfig.Dir, k.FileName)
+				if cert, err := kw.ClientCert(file); err != nil {
+					if fsys.Exists(gen.FS, file) {
+						st.Err = err
+					} else {
+						st.Missing = true
+					}
 				} else {
 					st.NotAfter = cert.NotAfter
 					if ca, err := gen.CA("ca"); err == nil {
@@ -128,9 +134,21 @@ func newCheckExpirationCommand(g *GlobalFlags, s Streams) *cobra.Command {
 			now := time.Now()
 			w := tabwriter.NewWriter(s.Out, 10, 4, 3, ' ', 0)
 			fmt.Fprintln(w, "CERTIFICATE\tEXPIRES\tRESIDUAL TIME\tCERTIFICATE AUTHORITY\tEXTERNALLY MANAGED")
+			var unreadable []string
+			row := func(st pki.Status, cells string) bool {
+				switch {
+				case st.Missing:
+					fmt.Fprintf(w, "!MISSING! %s%s\n", st.Name, cells)
+				case st.Err != nil:
+					fmt.Fprintf(w, "!INVALID! %s%s\n", st.Name, cells)
+					unreadable = append(unreadable, fmt.Sprintf("%s: %v", st.Name, st.Err))
+				default:
+					return false
+				}
+				return true
+			}
 			for _, st := range leaves {
-				if st.Missing || st.Err != nil {
-					fmt.Fprintf(w, "!MISSING! %s\t\t\t\t\n", st.Name)
+				if row(st, "\t\t\t\t") {
 					continue
 				}
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", st.Name, expires(st.NotAfter), residual(now, st.NotAfter), st.CAName, yesNo(st.External))
@@ -140,13 +158,18 @@ func newCheckExpirationCommand(g *GlobalFlags, s Streams) *cobra.Command {
 			w = tabwriter.NewWriter(s.Out, 10, 4, 3, ' ', 0)
 			fmt.Fprintln(w, "CERTIFICATE AUTHORITY\tEXPIRES\tRESIDUAL TIME\tEXTERNALLY MANAGED")
 			for _, st := range cas {
-				if st.Missing || st.Err != nil {
-					fmt.Fprintf(w, "!MISSING! %s\t\t\t\n", st.Name)
+				if row(st, "\t\t\t") {
 					continue
 				}
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", st.Name, expires(st.NotAfter), residual(now, st.NotAfter), yesNo(st.External))
 			}
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			if len(unreadable) > 0 {
+				return fmt.Errorf("%d certificates could not be read:\n  %s", len(unreadable), strings.Join(unreadable, "\n  "))
+			}
+			return nil
 		},
 	}
 	o.addFlags(cmd)

@@ -17,6 +17,7 @@ import (
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
+	kubeconfigutil "k8s.io/kubernetes/cmd/kubeadm/app/util/kubeconfig"
 
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/discovery"
@@ -107,6 +108,24 @@ generated. With --print-join-command the whole join command is printed.`,
 					return fmt.Errorf("--groups: %w", err)
 				}
 			}
+			// What the join command needs is read before the token exists:
+			// a kubeconfig that cannot give it leaves no token behind.
+			var endpoint, hash string
+			if printJoin {
+				kc, err := clientcmd.LoadFromFile(o.file(g))
+				if err != nil {
+					return err
+				}
+				_, cl, err := kubeconfigutil.GetClusterFromKubeConfig(kc)
+				if err != nil {
+					return fmt.Errorf("%s: %w", o.file(g), err)
+				}
+				cas, err := certutil.ParseCertsPEM(cl.CertificateAuthorityData)
+				if err != nil || len(cas) == 0 {
+					return fmt.Errorf("%s has no CA certificate to pin: %v", o.file(g), err)
+				}
+				endpoint, hash = strings.TrimPrefix(cl.Server, "https://"), discovery.CAHash(cas[0])
+			}
 			c, err := o.client(g)
 			if err != nil {
 				return err
@@ -119,17 +138,7 @@ generated. With --print-join-command the whole join command is printed.`,
 				fmt.Fprintln(s.Out, tok.String())
 				return nil
 			}
-			kc, err := clientcmd.LoadFromFile(o.file(g))
-			if err != nil {
-				return err
-			}
-			cl := kc.Clusters[kc.Contexts[kc.CurrentContext].Cluster]
-			cas, err := certutil.ParseCertsPEM(cl.CertificateAuthorityData)
-			if err != nil || len(cas) == 0 {
-				return fmt.Errorf("%s has no CA certificate to pin: %v", o.file(g), err)
-			}
-			endpoint := strings.TrimPrefix(cl.Server, "https://")
-			fmt.Fprintln(s.Out, discovery.JoinCommand(endpoint, tok.String(), discovery.CAHash(cas[0]), certificateKey != "", certificateKey))
+			fmt.Fprintln(s.Out, discovery.JoinCommand(endpoint, tok.String(), hash, certificateKey != "", certificateKey))
 			return nil
 		},
 	}
