@@ -5,6 +5,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -60,6 +61,7 @@ with every component embedded in this one binary and nothing to download.
 	cmd.SetOut(s.Out)
 	cmd.SetErr(s.Err)
 	cmd.PersistentFlags().StringVar(&g.Root, "root", "/", "Prefix for every path kubeboot reads or writes (lets several nodes or tests share one host)")
+	addVersionFlag(cmd, s)
 	cmd.AddCommand(
 		newInitCommand(g, s),
 		newJoinCommand(g, s),
@@ -95,7 +97,7 @@ func Run(args []string, s Streams, components []string) int {
 	defer stop()
 	cmd := NewCommand(s, components)
 	cmd.SetArgs(args)
-	if err := cmd.ExecuteContext(ctx); err != nil {
+	if err := cmd.ExecuteContext(ctx); err != nil && !errors.Is(err, errVersionPrinted) {
 		fmt.Fprintf(s.Err, "error: %v\n", err)
 		return 1
 	}

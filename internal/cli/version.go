@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 
@@ -8,6 +9,43 @@ import (
 
 	"github.com/kubeboot/kubeboot/pkg/version"
 )
+
+// versionText is what `kubeboot version` and `kubeboot --version` print.
+func versionText() string {
+	s := "kubeboot: " + version.Kubeboot
+	if version.GitCommit != "" {
+		s += " (" + version.GitCommit + ")"
+	}
+	return s + fmt.Sprintf("\nKubernetes: %s\netcd: %s\nGo: %s %s/%s\n", version.Kubernetes, version.Etcd, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// errVersionPrinted ends a command that was asked for --version.
+var errVersionPrinted = errors.New("version printed")
+
+// addVersionFlag gives every command a boolean --version that prints
+// versionText and quits without running the command. Declaring it on root
+// shadows the --version that k8s.io/component-base registers on
+// pflag.CommandLine (cobra merges that set into every command), which
+// would otherwise take the name, print nothing and let `init --version`
+// go on to initialise the host.
+func addVersionFlag(root *cobra.Command, s Streams) {
+	var asked bool
+	root.Version = version.Kubeboot // cobra answers on root itself
+	root.SetVersionTemplate(versionTemplateEscape(versionText()))
+	root.PersistentFlags().BoolVar(&asked, "version", false, "Print the versions of kubeboot and of the components it embeds, and quit")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if asked {
+			fmt.Fprint(s.Out, versionText())
+			return errVersionPrinted
+		}
+		return nil
+	}
+}
+
+// versionTemplateEscape quotes s for a text/template.
+func versionTemplateEscape(s string) string {
+	return fmt.Sprintf("{{ %q }}", s)
+}
 
 func newVersionCommand(s Streams) *cobra.Command {
 	var short bool
@@ -20,11 +58,7 @@ func newVersionCommand(s Streams) *cobra.Command {
 				fmt.Fprintln(s.Out, version.Kubernetes)
 				return nil
 			}
-			fmt.Fprintf(s.Out, "kubeboot: %s", version.Kubeboot)
-			if version.GitCommit != "" {
-				fmt.Fprintf(s.Out, " (%s)", version.GitCommit)
-			}
-			fmt.Fprintf(s.Out, "\nKubernetes: %s\netcd: %s\nGo: %s %s/%s\n", version.Kubernetes, version.Etcd, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			fmt.Fprint(s.Out, versionText())
 			return nil
 		},
 	}

@@ -1,0 +1,31 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestVersionFlag: --version prints the versions on any command and never
+// runs the command, so `init --version` leaves the host untouched.
+func TestVersionFlag(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "node")
+	for _, args := range [][]string{
+		{"--version"},
+		{"init", "--version", "--root", root},
+		{"reset", "--version", "--force", "--root", root},
+	} {
+		var out, errOut bytes.Buffer
+		if code := Run(args, Streams{In: strings.NewReader(""), Out: &out, Err: &errOut}, nil); code != 0 {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, errOut.String())
+		}
+		if !strings.HasPrefix(out.String(), "kubeboot: ") || !strings.Contains(out.String(), "\nKubernetes: ") {
+			t.Errorf("%v printed %q, want the version text", args, out.String())
+		}
+	}
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Errorf("init --version touched %s (stat: %v)", root, err)
+	}
+}
