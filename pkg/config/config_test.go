@@ -98,6 +98,9 @@ func TestConfigRules(t *testing.T) {
 		{"negative validity", cluster("certificateValidityPeriod: -1h\n"), []string{"certificateValidityPeriod", "positive"}},
 		{"local and external etcd", cluster("etcd:\n  local: {dataDir: /var/lib/etcd}\n  external: {endpoints: [\"https://10.0.0.1:2379\"]}\n"), []string{"etcd", "not both"}},
 		{"external etcd needs TLS files", cluster("etcd:\n  external:\n    endpoints: [\"https://10.0.0.1:2379\"]\n"), []string{"etcd.external.caFile", "Required"}},
+		{"dual-stack pod subnet", cluster("networking:\n  podSubnet: 10.244.0.0/16,fd00:10:244::/56\n"), []string{"networking.podSubnet", "single-stack"}},
+		{"CRI socket over TCP", init("nodeRegistration:\n  criSocket: tcp://10.0.0.1:10000\n"), []string{"nodeRegistration.criSocket", `only URL scheme "unix"`}},
+		{"CRI socket by relative path", init("nodeRegistration:\n  criSocket: unix://run/containerd.sock\n"), []string{"nodeRegistration.criSocket", "absolute path"}},
 		{"bad node name", init("nodeRegistration:\n  name: Node_A\n"), []string{"nodeRegistration.name"}},
 		{"bad certificate key", init("certificateKey: abcd\n"), []string{"certificateKey", "64 hexadecimal"}},
 		{"join without discovery", "apiVersion: kubeadm.k8s.io/v1beta4\nkind: JoinConfiguration\ndiscovery: {}\n", []string{"JoinConfiguration", "discovery", "Required"}},
@@ -228,4 +231,28 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("marshalled config does not parse again: %v\n%s", err, out)
 		}
 	})
+}
+
+// TestCRISocketWithoutScheme: a socket given as a bare path gets kubeadm's
+// "unix://" prefix, so the kubelet and the image importer see one form.
+func TestCRISocketWithoutScheme(t *testing.T) {
+	c, err := Parse("test.yaml", []byte("apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nnodeRegistration:\n  criSocket: /run/containerd/containerd.sock\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DefaultInit(testHost); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("bare socket path rejected: %v", err)
+	}
+	if got, want := c.Init.NodeRegistration.CRISocket, "unix:///run/containerd/containerd.sock"; got != want {
+		t.Errorf("criSocket = %q, want %q", got, want)
+	}
+	c.DefaultJoin(testHost)
+	c.Join.NodeRegistration.CRISocket = ""
+	c.DefaultJoin(testHost)
+	if c.Join.NodeRegistration.CRISocket != DefaultCRISocket {
+		t.Errorf("join criSocket = %q, want the default", c.Join.NodeRegistration.CRISocket)
+	}
 }

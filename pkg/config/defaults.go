@@ -8,6 +8,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
+	"k8s.io/klog/v2"
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 
 	"github.com/kubeboot/kubeboot/pkg/version"
@@ -74,9 +75,7 @@ func (c *Config) DefaultInit(h Host) error {
 	if c.Init.NodeRegistration.Name == "" {
 		c.Init.NodeRegistration.Name = h.Hostname
 	}
-	if c.Init.NodeRegistration.CRISocket == "" {
-		c.Init.NodeRegistration.CRISocket = DefaultCRISocket
-	}
+	c.Init.NodeRegistration.CRISocket = defaultCRISocket(c.Init.NodeRegistration.CRISocket)
 	if c.Init.LocalAPIEndpoint.AdvertiseAddress == "" {
 		c.Init.LocalAPIEndpoint.AdvertiseAddress = h.DefaultIP
 	}
@@ -106,9 +105,7 @@ func (c *Config) DefaultJoin(h Host) {
 	if c.Join.NodeRegistration.Name == "" {
 		c.Join.NodeRegistration.Name = h.Hostname
 	}
-	if c.Join.NodeRegistration.CRISocket == "" {
-		c.Join.NodeRegistration.CRISocket = DefaultCRISocket
-	}
+	c.Join.NodeRegistration.CRISocket = defaultCRISocket(c.Join.NodeRegistration.CRISocket)
 	if c.Join.ControlPlane != nil && c.Join.ControlPlane.LocalAPIEndpoint.AdvertiseAddress == "" {
 		c.Join.ControlPlane.LocalAPIEndpoint.AdvertiseAddress = h.DefaultIP
 	}
@@ -164,4 +161,22 @@ func ResetDefaults() *Config {
 	c.DefaultReset()
 	c.Reset.CRISocket = DefaultCRISocket
 	return c
+}
+
+// defaultCRISocket defaults an empty CRI socket and, as kubeadm's
+// SetNodeRegistrationDynamicDefaults does, prepends "unix://" to one
+// given as a bare path, with kubeadm's warning. Unlike kubeadm, a socket
+// with another scheme is left as it is, for validation to name that
+// scheme rather than a mangled "unix://tcp://...".
+func defaultCRISocket(s string) string {
+	switch {
+	case s == "":
+		return DefaultCRISocket
+	case !strings.Contains(s, "://"):
+		klog.Warningf("Usage of CRI endpoints without URL scheme is deprecated and can cause kubelet errors "+
+			"in the future. Automatically prepending scheme %q to the \"criSocket\" with value %q. "+
+			"Please update your configuration!", kubeadmv1.DefaultContainerRuntimeURLScheme, s)
+		return kubeadmv1.DefaultContainerRuntimeURLScheme + "://" + s
+	}
+	return s
 }

@@ -16,6 +16,7 @@ import (
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+	kubeadmvalidation "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/validation"
 	netutils "k8s.io/utils/net"
 
 	"github.com/kubeboot/kubeboot/pkg/version"
@@ -143,6 +144,13 @@ func validateNetworking(n *kubeadmv1.Networking, p *field.Path) field.ErrorList 
 	if n.PodSubnet != "" {
 		pods, podErrs := parseCIDRs(n.PodSubnet, p.Child("podSubnet"))
 		errs = append(errs, podErrs...)
+		if len(pods) > 1 {
+			// The pod network kubeboot sets up (bridge, host-local IPAM
+			// and the first-node CIDR) is single-stack; a second family
+			// would be allocated to nodes and then left unused.
+			errs = append(errs, field.Invalid(p.Child("podSubnet"), n.PodSubnet,
+				"kubeboot's pod network is single-stack: give one CIDR, IPv4 or IPv6"))
+		}
 		for _, pc := range pods {
 			for _, sc := range svc {
 				if pc.Contains(sc.IP) || sc.Contains(pc.IP) {
@@ -372,11 +380,12 @@ func validateNodeRegistration(n *kubeadmv1.NodeRegistrationOptions, p *field.Pat
 			errs = append(errs, field.Invalid(p.Child("name"), n.Name, msg))
 		}
 	}
-	if n.CRISocket != "" {
-		u, err := url.Parse(n.CRISocket)
-		if err != nil || (u.Scheme != "unix" && u.Scheme != "") || (u.Scheme == "unix" && u.Path == "") {
-			errs = append(errs, field.Invalid(p.Child("criSocket"), n.CRISocket, "must be a unix socket, e.g. unix:///run/containerd/containerd.sock"))
-		}
+	// kubeadm's check (defaulting has prepended unix:// to a bare path),
+	// and then one kubeadm lacks: the socket is an absolute path.
+	if e := kubeadmvalidation.ValidateSocketPath(n.CRISocket, p.Child("criSocket")); len(e) > 0 {
+		errs = append(errs, e...)
+	} else if u, _ := url.Parse(n.CRISocket); u.Host != "" || !path.IsAbs(u.Path) {
+		errs = append(errs, field.Invalid(p.Child("criSocket"), n.CRISocket, "must be a unix socket by absolute path, e.g. unix:///run/containerd/containerd.sock"))
 	}
 	return errs
 }
