@@ -48,14 +48,24 @@ func CreateOrUpdate[T any](ctx context.Context,
 
 // Retry runs f until it succeeds, ctx ends or timeout passes; it is for
 // calls that fail while a freshly started control plane settles (RBAC
-// caches warming, leader election).
+// caches warming, leader election). An error no retry can mend (Invalid,
+// BadRequest, an unknown kind or method, a request too large) is returned
+// at once. Forbidden is retried only for forbiddenGrace: the authorizer of
+// an API server that has just started refuses for a few seconds, after
+// that a Forbidden is the real answer.
 func Retry(ctx context.Context, timeout time.Duration, f func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var err error
+	start := time.Now()
 	for {
-		if err = f(ctx); err == nil {
+		err := f(ctx)
+		switch {
+		case err == nil:
 			return nil
+		case permanent(err):
+			return err
+		case apierrors.IsForbidden(err) && time.Since(start) >= forbiddenGrace:
+			return err
 		}
 		select {
 		case <-ctx.Done():
@@ -63,4 +73,14 @@ func Retry(ctx context.Context, timeout time.Duration, f func(context.Context) e
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// forbiddenGrace bounds how long Retry retries Forbidden.
+var forbiddenGrace = 10 * time.Second
+
+// permanent reports errors that retrying the same request cannot mend.
+func permanent(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) ||
+		apierrors.IsMethodNotSupported(err) || apierrors.IsRequestEntityTooLargeError(err) ||
+		apierrors.IsNotAcceptable(err) || apierrors.IsUnsupportedMediaType(err)
 }
