@@ -112,8 +112,8 @@ func (r Renderer) localEtcd(initialCluster, state string) Spec {
 	a.Set("watch-progress-notify-interval", "5s")
 	applyExtra(a, c.Cluster.Etcd.Local.ExtraArgs)
 	return Spec{
-		Name:  Etcd,
-		Args:  a.List(),
+		Name: Etcd,
+		Args: a.List(),
 		// Ready when it serves clients too: a member joining a cluster
 		// answers /readyz before it has published itself and opened its
 		// client port, and an API server dialling it then backs off for
