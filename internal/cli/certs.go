@@ -167,7 +167,7 @@ func newCheckExpirationCommand(g *GlobalFlags, s Streams) *cobra.Command {
 				return err
 			}
 			if len(unreadable) > 0 {
-				return fmt.Errorf("%d certificates could not be read:\n  %s", len(unreadable), strings.Join(unreadable, "\n  "))
+				return fmt.Errorf("%d certificate(s) could not be read:\n  %s", len(unreadable), strings.Join(unreadable, "\n  "))
 			}
 			return nil
 		},
