@@ -2,9 +2,10 @@
 # Installs what kubeboot's node and tests need from Debian's packages:
 # the container runtime (containerd, runc), the tools kube-proxy and the
 # kubelet call (iptables, conntrack, ...), and what the tests use
-# (iproute2 for network namespaces, util-linux for nsenter/unshare, openssl).
+# (iproute2 for network namespaces, util-linux for nsenter/unshare, procps
+# for ps, openssl).
 set -euo pipefail
-pkgs=(containerd runc iptables conntrack socat ethtool iproute2 util-linux openssl make git)
+pkgs=(containerd runc iptables conntrack socat ethtool iproute2 util-linux procps openssl make git)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
