@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -17,7 +19,9 @@ import (
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
+	nodebootstraptoken "k8s.io/kubernetes/cmd/kubeadm/app/phases/bootstraptoken/node"
 	kubeconfigutil "k8s.io/kubernetes/cmd/kubeadm/app/util/kubeconfig"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
 
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/discovery"
@@ -124,14 +128,15 @@ generated. With --print-join-command the whole join command is printed.`,
 				if err != nil || len(cas) == 0 {
 					return fmt.Errorf("%s has no CA certificate to pin: %v", o.file(g), err)
 				}
-				endpoint, hash = strings.TrimPrefix(cl.Server, "https://"), discovery.CAHash(cas[0])
+				endpoint, hash = strings.TrimPrefix(cl.Server, "https://"), pubkeypin.Hash(cas[0])
 			}
 			c, err := o.client(g)
 			if err != nil {
 				return err
 			}
 			bt := bootstraptokenv1.BootstrapToken{Token: tok, Description: description, TTL: &metav1.Duration{Duration: ttl}, Usages: usages, Groups: groups}
-			if err := discovery.CreateTokens(cmd.Context(), c, []bootstraptokenv1.BootstrapToken{bt}); err != nil {
+			// kubeadm's own: refuses a token ID that exists already.
+			if err := nodebootstraptoken.CreateNewTokens(c, []bootstraptokenv1.BootstrapToken{bt}); err != nil {
 				return err
 			}
 			if !printJoin {
@@ -161,14 +166,24 @@ func newTokenListCommand(g *GlobalFlags, s Streams, o *tokenOptions) *cobra.Comm
 			if err != nil {
 				return err
 			}
-			tokens, err := discovery.ListTokens(cmd.Context(), c)
+			secrets, err := c.CoreV1().Secrets(metav1.NamespaceSystem).List(cmd.Context(), metav1.ListOptions{
+				FieldSelector: fields.SelectorFromSet(fields.Set{"type": string(bootstrapapi.SecretTypeBootstrapToken)}).String(),
+			})
 			if err != nil {
-				return err
+				return fmt.Errorf("listing bootstrap tokens: %w", err)
 			}
 			w := tabwriter.NewWriter(s.Out, 10, 4, 3, ' ', 0)
 			fmt.Fprintln(w, "TOKEN\tTTL\tEXPIRES\tUSAGES\tDESCRIPTION\tEXTRA GROUPS")
 			now := time.Now()
-			for _, t := range tokens {
+			sort.Slice(secrets.Items, func(i, j int) bool { return secrets.Items[i].Name < secrets.Items[j].Name })
+			for i := range secrets.Items {
+				// kubeadm's own reading of a token Secret; a malformed one
+				// is reported and skipped, as `kubeadm token list` does.
+				t, err := bootstraptokenv1.BootstrapTokenFromSecret(&secrets.Items[i])
+				if err != nil {
+					fmt.Fprintf(s.Err, "warning: %v\n", err)
+					continue
+				}
 				ttl, exp := "<forever>", "<never>"
 				if t.Expires != nil {
 					exp = t.Expires.UTC().Format(time.RFC3339)
@@ -181,7 +196,9 @@ func newTokenListCommand(g *GlobalFlags, s Streams, o *tokenOptions) *cobra.Comm
 				if desc == "" {
 					desc = "<none>"
 				}
-				fmt.Fprintf(w, "%s.%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.Secret, ttl, exp, strings.Join(t.Usages, ","), desc, strings.Join(t.Groups, ","))
+				usages := append([]string(nil), t.Usages...)
+				sort.Strings(usages)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Token, ttl, exp, strings.Join(usages, ","), desc, strings.Join(t.Groups, ","))
 			}
 			return w.Flush()
 		},

@@ -147,7 +147,7 @@ func UploadCerts(ctx context.Context, c kubernetes.Interface, fs fsys.FS, cfg *c
 		return err
 	}
 	bt := bootstraptokenv1.BootstrapToken{Token: tok, Description: "Proxy for managing TTL for the kubeadm-certs secret", TTL: &metav1.Duration{Duration: CertsTokenTTL}}
-	tokenSecret := discovery.TokenSecret(bt, time.Now())
+	tokenSecret := bootstraptokenv1.BootstrapTokenToSecret(&bt)
 	created, err := c.CoreV1().Secrets(tokenSecret.Namespace).Create(ctx, tokenSecret, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("creating the token that owns %s: %w", KubeadmCertsSecret, err)

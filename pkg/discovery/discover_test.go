@@ -15,9 +15,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	tokenjws "k8s.io/cluster-bootstrap/token/jws"
 	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
+	"k8s.io/kubernetes/cmd/kubeadm/app/phases/bootstraptoken/clusterinfo"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
 
 	"github.com/kubeboot/kubeboot/pkg/pki"
@@ -60,7 +63,17 @@ func (f *fakeAPI) endpoint() string { return strings.TrimPrefix(f.srv.URL, "http
 // differs from what the ConfigMap holds).
 func clusterInfo(t *testing.T, server string, caPEM []byte, token string, sign, tamper bool) *corev1.ConfigMap {
 	t.Helper()
-	cm, err := ClusterInfo(server, caPEM)
+	// The ConfigMap as kubeadm's own bootstrap-token phase (which init
+	// calls) writes it from admin.conf.
+	admin := clientcmdapi.NewConfig()
+	admin.Clusters["k"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
+	admin.Contexts["c"] = &clientcmdapi.Context{Cluster: "k", AuthInfo: "u"}
+	admin.CurrentContext = "c"
+	client := fake.NewClientset()
+	if err := clusterinfo.CreateBootstrapConfigMapIfNotExists(client, admin); err != nil {
+		t.Fatal(err)
+	}
+	cm, err := client.CoreV1().ConfigMaps(metav1.NamespacePublic).Get(context.Background(), bootstrapapi.ConfigMapClusterInfo, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
+	"k8s.io/kubernetes/cmd/kubeadm/app/phases/markcontrolplane"
 
 	"github.com/kubeboot/kubeboot/pkg/bootstrap"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
@@ -92,43 +94,21 @@ func (d *Data) waitNode(ctx context.Context, c kubernetes.Interface) (*corev1.No
 }
 
 func runMarkControlPlane(ctx context.Context, d *Data) error {
-	labels := map[string]string{"node-role.kubernetes.io/control-plane": "", "node.kubernetes.io/exclude-from-external-load-balancers": ""}
 	taints := d.Cfg.Init.NodeRegistration.Taints
 	if taints == nil && !d.SingleNode {
-		taints = []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}
+		taints = []corev1.Taint{kubeadmconstants.ControlPlaneTaint}
 	}
 	name := d.Cfg.Init.NodeRegistration.Name
-	d.Logf("[mark-control-plane] Marking the node %s as control-plane by adding the labels: [node-role.kubernetes.io/control-plane node.kubernetes.io/exclude-from-external-load-balancers]", name)
-	if len(taints) > 0 {
-		d.Logf("[mark-control-plane] Marking the node %s as control-plane by adding the taints %v", name, taints)
-	} else {
+	if len(taints) == 0 {
 		d.Logf("[mark-control-plane] The node %s runs workloads: no control-plane taint", name)
 	}
 	return d.withClient(ctx, "mark the node as control-plane", func(ctx context.Context, c kubernetes.Interface) error {
-		n, err := d.waitNode(ctx, c)
-		if err != nil {
+		// Waited for here, for an error that points at the kubelet's log.
+		if _, err := d.waitNode(ctx, c); err != nil {
 			return err
 		}
-		n = n.DeepCopy()
-		if n.Labels == nil {
-			n.Labels = map[string]string{}
-		}
-		for k, v := range labels {
-			n.Labels[k] = v
-		}
-		for _, t := range taints {
-			has := false
-			for _, cur := range n.Spec.Taints {
-				if cur.Key == t.Key && cur.Effect == t.Effect {
-					has = true
-				}
-			}
-			if !has {
-				n.Spec.Taints = append(n.Spec.Taints, t)
-			}
-		}
-		_, err = c.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
-		return err
+		// kubeadm's own labels, taints and lines.
+		return markcontrolplane.MarkControlPlane(c, name, taints)
 	})
 }
 

@@ -12,6 +12,10 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/kubernetes/cmd/kubeadm/app/phases/bootstraptoken/clusterinfo"
+	nodebootstraptoken "k8s.io/kubernetes/cmd/kubeadm/app/phases/bootstraptoken/node"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
 
 	"github.com/kubeboot/kubeboot/internal/workflow"
 	"github.com/kubeboot/kubeboot/pkg/addons"
@@ -311,23 +315,36 @@ func runBootstrapToken(ctx context.Context, d *Data) error {
 		}
 	}
 	d.Logf("[bootstrap-token] Configuring bootstrap tokens, cluster-info ConfigMap, RBAC Roles")
-	caPEM, err := d.FS.ReadFile(path.Join(d.Cfg.Cluster.CertificatesDir, "ca.crt"))
-	if err != nil {
+	admin, err := clientcmd.LoadFromFile(d.FS.Path(path.Join(kubeconfig.Dir, "admin.conf")))
+	if err != nil && !d.FS.DryRun() {
 		return err
 	}
+	// kubeadm's own bootstrap-token phase, step by step
+	// (cmd/kubeadm/app/cmd/phases/init/bootstraptoken.go), its lines
+	// included; then the rules kubeboot's nodes need besides.
 	return d.withClient(ctx, "create the bootstrap tokens and cluster-info", func(ctx context.Context, c kubernetes.Interface) error {
-		if err := discovery.CreateTokens(ctx, c, d.Cfg.Init.BootstrapTokens); err != nil {
-			return err
+		if err := nodebootstraptoken.UpdateOrCreateTokens(c, false, d.Cfg.Init.BootstrapTokens); err != nil {
+			return fmt.Errorf("error updating or creating token: %w", err)
 		}
-		if err := discovery.NodeBootstrapRBAC(ctx, c, func(msg string) { d.Logf("[bootstrap-token] %s", msg) }); err != nil {
-			return err
+		for _, rbac := range []func(kubernetes.Interface) error{
+			nodebootstraptoken.AllowBootstrapTokensToGetNodes,
+			nodebootstraptoken.AllowBootstrapTokensToPostCSRs,
+			nodebootstraptoken.AutoApproveNodeBootstrapTokens,
+			nodebootstraptoken.AutoApproveNodeCertificateRotation,
+			nodebootstraptoken.AllowAPIServerToAccessKubeletAPI,
+		} {
+			if err := rbac(c); err != nil {
+				return err
+			}
 		}
 		if err := bootstrap.NodeRBAC(ctx, c); err != nil {
 			return err
 		}
 		d.Logf("[bootstrap-token] Configured RBAC rules to allow nodes to run kube-proxy with their own credentials and to remove their own Node object on reset")
-		d.Logf("[bootstrap-token] Creating the %q ConfigMap in the %q namespace", "cluster-info", "kube-public")
-		return discovery.CreateClusterInfo(ctx, c, kubeconfig.ServerURL(d.Cfg), caPEM)
+		if err := clusterinfo.CreateBootstrapConfigMapIfNotExists(c, admin); err != nil {
+			return fmt.Errorf("error creating bootstrap ConfigMap: %w", err)
+		}
+		return clusterinfo.CreateClusterInfoRBACRules(c)
 	})
 }
 
@@ -380,7 +397,7 @@ func runShowJoinCommand(_ context.Context, d *Data) error {
 	if d.SkipCertificateKeyPrint {
 		key = "<value withheld>"
 	}
-	hash := discovery.CAHash(ca.Cert)
+	hash := pubkeypin.Hash(ca.Cert)
 	admin := d.FS.Path(path.Join(kubeconfig.Dir, "admin.conf"))
 	fmt.Fprintf(d.Out, `
 Your Kubernetes control-plane has initialized successfully!
