@@ -128,10 +128,18 @@ func TestKubeadmJoinsKubeboot(t *testing.T) {
 			t.Errorf("kubeadm join output lacks %q:\n%s", want, joinOut.String())
 		}
 	}
-	out = kubectl(t, cp, "get", "node", "kw", "-o", "jsonpath={.status.nodeInfo.kubeletVersion} {.metadata.labels.kubernetes\\.io/hostname}")
-	if out != "v1.37.2 kw" {
-		t.Errorf("node kw: %q", out)
-	}
+	// kubeadm join ends once the kubelet has its client certificate; the
+	// kubelet registers its Node right after.
+	eventually(t, 30*time.Second, 100*time.Millisecond, "node kw registered", func() error {
+		out, err := kubectlErr(cp, "get", "node", "kw", "-o", "jsonpath={.status.nodeInfo.kubeletVersion} {.metadata.labels.kubernetes\\.io/hostname}")
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		if out != "v1.37.2 kw" {
+			return fmt.Errorf("node kw: %q", out)
+		}
+		return nil
+	})
 	kc, err := os.ReadFile(private("/etc/kubernetes/kubelet.conf"))
 	if err != nil || !strings.Contains(string(kc), "server: https://10.211.0.2:6443") {
 		t.Errorf("kubeadm's kubelet.conf: %v\n%s", err, kc)

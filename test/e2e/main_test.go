@@ -74,10 +74,25 @@ func newHostWith(t *testing.T, name, ip string, o nethost.Options) *nethost.Host
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpLogs(t, h)
+			// A test that stopped half-way leaves what its node made
+			// outside the root (pod log links, the device-plugin socket,
+			// cgroups) to the machine and the next test: reset it.
+			if _, err := os.Stat(filepath.Join(h.Root, "var/lib/kubeboot")); err == nil {
+				out, err := nethost.Run(h.Kubeboot("reset", "--force"))
+				t.Logf("cleanup: kubeboot reset --force on %s: %v\n%s", h.Name, err, lastLines(out, 5))
+			}
 		}
 		h.Close()
 	})
 	return h
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 func dumpLogs(t *testing.T, h *nethost.Host) {
