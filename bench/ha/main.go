@@ -58,6 +58,7 @@ func (c *cluster) host(name, ip string) (*nethost.Host, error) {
 
 func (c *cluster) close() {
 	for i := len(c.hosts) - 1; i >= 0; i-- {
+		benchutil.KeepLogs(c.hosts[i], c.hosts[i].Name)
 		nethost.Run(c.hosts[i].Kubeboot("reset", "--force")) //nolint:errcheck
 		c.hosts[i].Close()
 	}

@@ -223,12 +223,16 @@ func FreshHosts(runs int, prefix, ip string, f func(h *nethost.Host, last bool) 
 
 // keepLogs copies the run's component logs to $KUBEBOOT_BENCH_LOGS/run<i>
 // when that is set, before reset removes them.
-func keepLogs(h *nethost.Host, i int) {
+func keepLogs(h *nethost.Host, i int) { KeepLogs(h, fmt.Sprintf("run%d", i)) }
+
+// KeepLogs copies a host's component logs to $KUBEBOOT_BENCH_LOGS/<name>
+// when that is set, before reset removes them.
+func KeepLogs(h *nethost.Host, name string) {
 	dst := os.Getenv("KUBEBOOT_BENCH_LOGS")
 	if dst == "" {
 		return
 	}
-	dst = filepath.Join(dst, fmt.Sprintf("run%d", i))
+	dst = filepath.Join(dst, name)
 	if err := os.MkdirAll(dst, 0o755); err == nil {
 		err = os.CopyFS(dst, os.DirFS(filepath.Join(h.Root, "var/log/kubeboot")))
 		if err != nil {
