@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"path"
 	"sort"
 	"strings"
@@ -13,6 +15,8 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/duration"
 
+	"github.com/kubeboot/kubeboot/pkg/apiclient"
+	"github.com/kubeboot/kubeboot/pkg/bootstrap"
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
@@ -24,26 +28,43 @@ import (
 type clusterOptions struct {
 	configFile string
 	certDir    string
+	kubeconfig string
+	// prefix tags this command's lines, as kubeadm's ("renew", ...).
+	prefix string
+	// quiet sends those lines to stderr: the command's output is a file.
+	quiet bool
 }
 
 func (o *clusterOptions) addFlags(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&o.configFile, config.FlagConfig, "", "Path to the kubeadm v1beta4 configuration the cluster was created with (validity periods, encryption algorithm, certificates dir)")
+	cmd.Flags().StringVar(&o.configFile, config.FlagConfig, "", "Path to the kubeadm v1beta4 configuration the cluster was created with (validity periods, encryption algorithm, certificates dir); by default it is read from the cluster")
 	cmd.Flags().StringVar(&o.certDir, config.FlagCertDir, "/etc/kubernetes/pki", "Where certificates are stored (under --root); ignored with --config")
+	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "The kubeconfig file used to read the cluster's configuration when --config is not given (default: admin.conf under --root)")
 }
 
-// load returns the configuration from --config, or kubeboot's defaults.
-func (o *clusterOptions) load() (*config.Config, error) {
+// load returns the configuration from --config or, as kubeadm's certs
+// commands do, from the cluster's kubeadm-config ConfigMap; when the
+// cluster cannot be read it falls back to the defaults and says so on
+// msgs. A cluster made with ECDSA keys or custom validity periods is
+// then renewed as it was made.
+func (o *clusterOptions) load(g *GlobalFlags, msgs io.Writer) (*config.Config, error) {
 	c := &config.Config{}
-	if o.configFile != "" {
+	switch {
+	case o.configFile != "":
 		var err error
 		if c, err = config.ReadFile(o.configFile); err != nil {
 			return nil, err
 		}
+	default:
+		if fetched, err := o.fromCluster(g); err == nil {
+			c = fetched
+			c.Cluster.CertificatesDir = o.certDir
+		} else {
+			fmt.Fprintf(msgs, "[%s] Error reading configuration from the Cluster (%v). Falling back to default configuration\n\n", o.prefix, err)
+			c.EnsureInit()
+			c.Cluster.CertificatesDir = o.certDir
+		}
 	}
 	c.EnsureInit()
-	if o.configFile == "" {
-		c.Cluster.CertificatesDir = o.certDir
-	}
 	if err := c.DefaultInit(config.DetectHost()); err != nil {
 		return nil, err
 	}
@@ -53,8 +74,28 @@ func (o *clusterOptions) load() (*config.Config, error) {
 	return c, nil
 }
 
+// fromCluster reads the ClusterConfiguration init stored, with a bound:
+// certificates must be renewable while the control plane is down.
+func (o *clusterOptions) fromCluster(g *GlobalFlags) (*config.Config, error) {
+	file := o.kubeconfig
+	if file == "" {
+		file = fsys.NewRoot(g.Root).Path(path.Join(kubeconfig.Dir, "admin.conf"))
+	}
+	client, rc, err := apiclient.FromKubeconfig(file, "")
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return bootstrap.FetchConfig(ctx, client, rc.Host)
+}
+
 func (o *clusterOptions) writers(g *GlobalFlags, s Streams) (*pki.Generator, *kubeconfig.Writer, error) {
-	c, err := o.load()
+	msgs := s.Out
+	if o.quiet {
+		msgs = s.Err
+	}
+	c, err := o.load(g, msgs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -101,7 +142,7 @@ func renewableKubeconfigs(c *config.Config) []kubeconfig.Spec {
 }
 
 func newCheckExpirationCommand(g *GlobalFlags, s Streams) *cobra.Command {
-	o := &clusterOptions{}
+	o := &clusterOptions{prefix: "check-expiration"}
 	cmd := &cobra.Command{
 		Use:   "check-expiration",
 		Short: "Check certificates expiration for a Kubernetes cluster",
@@ -193,7 +234,7 @@ func yesNo(b bool) string {
 }
 
 func newRenewCommand(g *GlobalFlags, s Streams) *cobra.Command {
-	o := &clusterOptions{}
+	o := &clusterOptions{prefix: "renew"}
 	names := append([]string{"all"}, nonCANames()...)
 	for _, k := range renewableKubeconfigs(nil) {
 		names = append(names, k.FileName)

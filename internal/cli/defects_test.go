@@ -2,6 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,5 +75,60 @@ users:
 	_, errOut, code := run(t, "token", "create", "--print-join-command", "--kubeconfig", kc)
 	if code == 0 || !strings.Contains(errOut, "admin.conf") || !strings.Contains(errOut, "context") {
 		t.Errorf("exit %d, stderr %q; want an error naming the file and its missing context", code, errOut)
+	}
+}
+
+// TestRenewReadsTheClusterConfiguration: without --config, `certs renew`
+// renews with the cluster's kubeadm-config (here ECDSA keys), as kubeadm
+// does, and says when it has to fall back to the defaults.
+func TestRenewReadsTheClusterConfiguration(t *testing.T) {
+	root := t.TempDir()
+	clusterCfg := "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nencryptionAlgorithm: ECDSA-P256\nkubernetesVersion: v1.37.2\n"
+	cfg := filepath.Join(root, "kubeboot.yaml")
+	if err := os.WriteFile(cfg, []byte(clusterCfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, e, code := run(t, "init", "phase", "certs", "all", "--root", root, "--config", cfg); code != 0 {
+		t.Fatalf("init phase certs: %s", e)
+	}
+	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/namespaces/kube-system/configmaps/kubeadm-config" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "kubeadm-config", "namespace": "kube-system"},
+			"data":     map[string]string{"ClusterConfiguration": clusterCfg},
+		})
+	}))
+	defer api.Close()
+	kubeconfigFor := func(server string) string {
+		f := filepath.Join(t.TempDir(), "admin.conf")
+		os.WriteFile(f, []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: k\n  cluster: {server: \""+server+"\", insecure-skip-tls-verify: true}\ncontexts:\n- name: c\n  context: {cluster: k, user: u}\ncurrent-context: c\nusers:\n- name: u\n  user: {token: x}\n"), 0o600)
+		return f
+	}
+	keyType := func() string {
+		b, err := os.ReadFile(filepath.Join(root, "etc/kubernetes/pki/apiserver.key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.SplitN(string(b), "\n", 2)[0]
+	}
+	out, e, code := run(t, "certs", "renew", "apiserver", "--root", root, "--kubeconfig", kubeconfigFor(api.URL))
+	if code != 0 {
+		t.Fatalf("renew: %s", e)
+	}
+	if strings.Contains(out, "Falling back") || keyType() != "-----BEGIN EC PRIVATE KEY-----" {
+		t.Errorf("renewed with %s, want the cluster's ECDSA; output:\n%s", keyType(), out)
+	}
+	api.Close()
+	out, e, code = run(t, "certs", "renew", "apiserver", "--root", root, "--kubeconfig", kubeconfigFor(api.URL))
+	if code != 0 {
+		t.Fatalf("renew: %s", e)
+	}
+	if !strings.Contains(out, "[renew] Error reading configuration from the Cluster") || !strings.Contains(out, "Falling back to default configuration") {
+		t.Errorf("no fallback message with the cluster unreachable:\n%s", out)
 	}
 }

@@ -18,7 +18,7 @@ func newKubeconfigCommand(g *GlobalFlags, s Streams) *cobra.Command {
 		Short: "Kubeconfig file utilities",
 		Args:  cobra.NoArgs,
 	}
-	o := &clusterOptions{}
+	o := &clusterOptions{prefix: "kubeconfig", quiet: true}
 	var clientName string
 	var orgs []string
 	var validity time.Duration
