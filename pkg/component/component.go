@@ -13,13 +13,17 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/preflight"
 )
 
 // Spec is one component rendered for one node: everything needed to run
@@ -42,8 +46,13 @@ type Spec struct {
 	// too (a joining control plane's API server for its etcd member, which
 	// starts only once it has joined).
 	Requires []string `json:"requires,omitempty"`
-	// Probe tells when the component is ready.
+	// Probe tells when the component is ready. Renderers derive it from
+	// the final flags (extraArgs included), as kubeadm's wait-control-plane
+	// reads its manifests' --secure-port and --bind-address.
 	Probe Probe `json:"probe"`
+	// Ports are the TCP ports the component listens on per its final
+	// flags; preflight checks that they are free.
+	Ports []int `json:"ports,omitempty"`
 	// Dirs are created (host paths, with their modes) before the start.
 	Dirs []Dir `json:"dirs,omitempty"`
 }
@@ -180,6 +189,79 @@ func (a *Args) Set(name, value string) {
 	a.values[name] = value
 }
 
+// Get returns the value of --name.
+func (a *Args) Get(name string) (string, bool) {
+	v, ok := a.values[name]
+	return v, ok
+}
+
+// port is --name as a port number, or def when unset or malformed (the
+// component itself refuses a malformed one, with its own message).
+func (a *Args) port(name string, def int) int {
+	if v, ok := a.Get(name); ok {
+		if p, err := strconv.Atoi(v); err == nil && p > 0 && p < 65536 {
+			return p
+		}
+	}
+	return def
+}
+
+// probeHost is where this node reaches a server bound to bind: loopback
+// when bind is empty or unspecified (0.0.0.0, ::), else bind itself.
+func probeHost(bind string) string {
+	ip := net.ParseIP(bind)
+	switch {
+	case bind == "":
+		return "127.0.0.1"
+	case ip != nil && ip.IsUnspecified() && ip.To4() == nil:
+		return "::1"
+	case ip != nil && ip.IsUnspecified():
+		return "127.0.0.1"
+	}
+	return bind
+}
+
+// urlHostPort reads the first URL of a comma-separated flag value (etcd's
+// listen-*-urls), preferring a loopback one, as host:port to dial from
+// this node, with its scheme.
+func urlHostPort(list string) (scheme, hostport string, port int, ok bool) {
+	var first *url.URL
+	for _, raw := range strings.Split(list, ",") {
+		u, err := url.Parse(strings.TrimSpace(raw))
+		if err != nil || u.Port() == "" {
+			continue
+		}
+		if first == nil {
+			first = u
+		}
+		if ip := net.ParseIP(u.Hostname()); ip != nil && ip.IsLoopback() {
+			first = u
+			break
+		}
+	}
+	if first == nil {
+		return "", "", 0, false
+	}
+	p, err := strconv.Atoi(first.Port())
+	if err != nil {
+		return "", "", 0, false
+	}
+	return first.Scheme, net.JoinHostPort(probeHost(first.Hostname()), first.Port()), p, true
+}
+
+// urlPorts are the ports of every URL of a comma-separated flag value.
+func urlPorts(list string) []int {
+	var ports []int
+	for _, raw := range strings.Split(list, ",") {
+		if u, err := url.Parse(strings.TrimSpace(raw)); err == nil {
+			if p, err := strconv.Atoi(u.Port()); err == nil && !slices.Contains(ports, p) {
+				ports = append(ports, p)
+			}
+		}
+	}
+	return ports
+}
+
 // List renders the flags sorted by name, as kubeadm renders its manifests,
 // so that a rendered spec is stable and easy to diff.
 func (a *Args) List() []string {
@@ -286,4 +368,20 @@ func Order(specs []Spec) ([]Spec, error) {
 		}
 	}
 	return out, nil
+}
+
+// PortChecks are preflight's checks that the specs' ports are free, each
+// port once, in the specs' order.
+func PortChecks(specs []Spec) []preflight.Check {
+	var checks []preflight.Check
+	var seen []int
+	for _, s := range specs {
+		for _, p := range s.Ports {
+			if !slices.Contains(seen, p) {
+				seen = append(seen, p)
+				checks = append(checks, preflight.Port(p))
+			}
+		}
+	}
+	return checks
 }

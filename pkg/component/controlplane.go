@@ -1,7 +1,6 @@
 package component
 
 import (
-	"fmt"
 	"net"
 	"path"
 	"strconv"
@@ -111,14 +110,24 @@ func (r Renderer) localEtcd(initialCluster, state string) Spec {
 	a.Set("snapshot-count", "10000")
 	a.Set("watch-progress-notify-interval", "5s")
 	applyExtra(a, c.Cluster.Etcd.Local.ExtraArgs)
+	// Ready when it serves clients too: a member joining a cluster answers
+	// /readyz before it has published itself and opened its client port,
+	// and an API server dialling it then backs off for seconds.
+	var probe Probe
+	clientURLs, _ := a.Get("listen-client-urls")
+	if _, hp, _, ok := urlHostPort(clientURLs); ok {
+		probe.TCP = hp
+	}
+	metricsURLs, _ := a.Get("listen-metrics-urls")
+	if scheme, hp, _, ok := urlHostPort(metricsURLs); ok && scheme == "http" {
+		probe.URL = "http://" + hp + "/readyz"
+	}
+	peerURLs, _ := a.Get("listen-peer-urls")
 	return Spec{
-		Name: Etcd,
-		Args: a.List(),
-		// Ready when it serves clients too: a member joining a cluster
-		// answers /readyz before it has published itself and opened its
-		// client port, and an API server dialling it then backs off for
-		// seconds.
-		Probe: Probe{URL: "http://" + hostPort("127.0.0.1", EtcdMetricsPort) + "/readyz", TCP: hostPort("127.0.0.1", EtcdClientPort)},
+		Name:  Etcd,
+		Args:  a.List(),
+		Probe: probe,
+		Ports: append(urlPorts(clientURLs), urlPorts(peerURLs)...),
 		Dirs:  []Dir{{Path: dataDir, Mode: 0o700}},
 	}
 }
@@ -170,6 +179,8 @@ func (r Renderer) APIServer() Spec {
 		a.Set("etcd-keyfile", r.pki("apiserver-etcd-client.key"))
 	}
 	applyExtra(a, c.Cluster.APIServer.ExtraArgs)
+	port = a.port("secure-port", port)
+	bind, _ := a.Get("bind-address")
 	return Spec{
 		Name: APIServer,
 		Args: a.List(),
@@ -179,7 +190,8 @@ func (r Renderer) APIServer() Spec {
 		// first election. The API server retries its etcd connection, as
 		// it does under kubeadm, where the kubelet starts both static pods
 		// at once.
-		Probe: Probe{URL: "https://" + hostPort("127.0.0.1", port) + "/readyz", CAFile: r.pki("ca.crt")},
+		Probe: Probe{URL: "https://" + hostPort(probeHost(bind), port) + "/readyz", CAFile: r.pki("ca.crt")},
+		Ports: []int{port},
 	}
 }
 
@@ -224,8 +236,16 @@ func (r Renderer) ControllerManager() Spec {
 		Name:  ControllerManager,
 		Args:  a.List(),
 		After: []string{APIServer},
-		Probe: Probe{URL: fmt.Sprintf("https://127.0.0.1:%d/healthz", ControllerManagerPort)},
+		Probe: healthzProbe(a, ControllerManagerPort),
+		Ports: []int{a.port("secure-port", ControllerManagerPort)},
 	}
+}
+
+// healthzProbe is the /healthz of a component serving on --bind-address
+// and --secure-port (self-signed: not verified, as kubeadm's probes).
+func healthzProbe(a *Args, defaultPort int) Probe {
+	bind, _ := a.Get("bind-address")
+	return Probe{URL: "https://" + hostPort(probeHost(bind), a.port("secure-port", defaultPort)) + "/healthz"}
 }
 
 // Scheduler renders kube-scheduler as kubeadm does.
@@ -243,6 +263,7 @@ func (r Renderer) Scheduler() Spec {
 		Name:  Scheduler,
 		Args:  a.List(),
 		After: []string{APIServer},
-		Probe: Probe{URL: fmt.Sprintf("https://127.0.0.1:%d/healthz", SchedulerPort)},
+		Probe: healthzProbe(a, SchedulerPort),
+		Ports: []int{a.port("secure-port", SchedulerPort)},
 	}
 }

@@ -183,13 +183,13 @@ func runPreflight(_ context.Context, d *Data) error {
 	d.Logf("[preflight] Running pre-flight checks")
 	c := d.Cfg
 	checks := []preflight.Check{preflight.IsPrivilegedUser()}
-	ports := []int{int(c.Init.LocalAPIEndpoint.BindPort), component.SchedulerPort, component.ControllerManagerPort}
+	// The ports the components will listen on, from their final flags.
+	r := d.Renderer()
+	specs := []component.Spec{r.APIServer(), r.Scheduler(), r.ControllerManager()}
 	if c.Cluster.Etcd.External == nil {
-		ports = append(ports, component.EtcdClientPort, component.EtcdPeerPort)
+		specs = append(specs, r.LocalEtcd())
 	}
-	for _, p := range ports {
-		checks = append(checks, preflight.Port(p))
-	}
+	checks = append(checks, component.PortChecks(specs)...)
 	for _, name := range []string{component.APIServer, component.ControllerManager, component.Scheduler, component.Etcd} {
 		checks = append(checks, preflight.FileAvailable(d.FS, component.SpecPath(name)))
 	}

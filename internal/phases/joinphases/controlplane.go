@@ -25,16 +25,28 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/preflight"
 )
 
-// controlPlaneChecks are the pre-flight checks of a joining control plane:
-// its ports, its component specs and etcd's data directory.
+// controlPlaneChecks are the pre-flight checks of a joining control plane
+// that need nothing of the cluster: its component specs are not there.
 func (d *Data) controlPlaneChecks() []preflight.Check {
-	cp := d.Join.ControlPlane
-	checks := []preflight.Check{}
-	for _, p := range []int{int(cp.LocalAPIEndpoint.BindPort), component.ControllerManagerPort, component.SchedulerPort, component.EtcdClientPort, component.EtcdPeerPort} {
-		checks = append(checks, preflight.Port(p))
-	}
+	var checks []preflight.Check
 	for _, name := range []string{component.APIServer, component.ControllerManager, component.Scheduler, component.Etcd} {
 		checks = append(checks, preflight.FileAvailable(d.FS, component.SpecPath(name)))
+	}
+	return checks
+}
+
+// controlPlaneClusterChecks are those that need the cluster's
+// configuration: the ports the components will listen on, from their
+// final flags (the cluster's extraArgs included), and etcd's data dir.
+func (d *Data) controlPlaneClusterChecks() []preflight.Check {
+	r := d.Renderer()
+	specs := []component.Spec{r.APIServer(), r.ControllerManager(), r.Scheduler()}
+	if d.Cfg.Cluster.Etcd.External == nil {
+		specs = append(specs, r.LocalEtcd())
+	}
+	checks := component.PortChecks(specs)
+	if d.Cfg.Cluster.Etcd.Local != nil {
+		checks = append(checks, preflight.DirAvailable(d.FS, d.Cfg.Cluster.Etcd.Local.DataDir))
 	}
 	return checks
 }
@@ -265,7 +277,8 @@ func (d *Data) waitEtcdServing(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	endpoint := fmt.Sprintf("https://127.0.0.1:%d", component.EtcdClientPort)
+	// The member's own client address, as its spec's probe dials it.
+	endpoint := "https://" + d.Renderer().LocalEtcd().Probe.TCP
 	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, TLS: tlsConfig, DialTimeout: time.Second})
 	if err != nil {
 		return err

@@ -119,7 +119,7 @@ func runPreflight(ctx context.Context, d *Data) error {
 	}
 	if isControlPlane(d) {
 		d.Logf("[preflight] Running pre-flight checks before initializing the new control plane instance")
-		if err := preflight.Run([]preflight.Check{preflight.DirAvailable(d.FS, d.Cfg.Cluster.Etcd.Local.DataDir)}, ignore, d.Out); err != nil {
+		if err := preflight.Run(d.controlPlaneClusterChecks(), ignore, d.Out); err != nil {
 			return err
 		}
 	}
