@@ -74,6 +74,9 @@ func KubeletConfiguration(c *config.Config) *kubeletv1beta1.KubeletConfiguration
 	if k.HealthzBindAddress == "" {
 		k.HealthzBindAddress = "127.0.0.1"
 	}
+	if k.HealthzPort == nil {
+		k.HealthzPort = ptr.To[int32](10248) // kubeadm's constants.KubeletHealthzPort
+	}
 	return k
 }
 

@@ -3,6 +3,7 @@ package node
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeproxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
+	netutils "k8s.io/utils/net"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -36,6 +37,13 @@ func ClusterKubeProxyConfiguration(c *config.Config) *kubeproxyv1alpha1.KubeProx
 	}
 	if k.ClusterCIDR == "" {
 		k.ClusterCIDR = c.Cluster.Networking.PodSubnet
+	}
+	if k.BindAddress == "" {
+		// kubeadm's default: every address of the API server's family.
+		k.BindAddress = "0.0.0.0"
+		if c.Init != nil && netutils.IsIPv6String(c.Init.LocalAPIEndpoint.AdvertiseAddress) {
+			k.BindAddress = "::"
+		}
 	}
 	if k.Conntrack.MaxPerCore == nil {
 		k.Conntrack.MaxPerCore = ptr.To[int32](0)
