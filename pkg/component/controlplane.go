@@ -3,6 +3,7 @@ package component
 import (
 	"net"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -31,15 +32,12 @@ const (
 	Scheduler         = "kube-scheduler"
 )
 
+// ControlPlane lists the control-plane components, in kubeadm's order.
+var ControlPlane = []string{APIServer, ControllerManager, Scheduler, Etcd}
+
 // IsControlPlane tells whether a component is part of the control plane
 // (rather than of the node side).
-func IsControlPlane(name string) bool {
-	switch name {
-	case Etcd, APIServer, ControllerManager, Scheduler:
-		return true
-	}
-	return false
-}
+func IsControlPlane(name string) bool { return slices.Contains(ControlPlane, name) }
 
 // Renderer turns the configuration into specs. Paths in the
 // configuration are node paths; the specs carry host paths under the

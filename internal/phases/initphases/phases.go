@@ -190,7 +190,7 @@ func runPreflight(_ context.Context, d *Data) error {
 		specs = append(specs, r.LocalEtcd())
 	}
 	checks = append(checks, component.PortChecks(specs)...)
-	for _, name := range []string{component.APIServer, component.ControllerManager, component.Scheduler, component.Etcd} {
+	for _, name := range component.ControlPlane {
 		checks = append(checks, preflight.FileAvailable(d.FS, component.SpecPath(name)))
 	}
 	if c.Cluster.Etcd.Local != nil {

@@ -29,7 +29,7 @@ import (
 // that need nothing of the cluster: its component specs are not there.
 func (d *Data) controlPlaneChecks() []preflight.Check {
 	var checks []preflight.Check
-	for _, name := range []string{component.APIServer, component.ControllerManager, component.Scheduler, component.Etcd} {
+	for _, name := range component.ControlPlane {
 		checks = append(checks, preflight.FileAvailable(d.FS, component.SpecPath(name)))
 	}
 	return checks
