@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/hardening"
 )
 
 func newConfigCommand(_ *GlobalFlags, s Streams) *cobra.Command {
@@ -18,20 +19,26 @@ KubeletConfiguration and KubeProxyConfiguration passed through to the
 components, as documents of one YAML file separated by "---".`,
 		Args: cobra.NoArgs,
 	}
+	var hardened bool
+	initDefaults := &cobra.Command{
+		Use:   "init-defaults",
+		Short: "Print the default init configuration, a file that can be used for 'kubeboot init'",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			c, err := config.InitDefaults()
+			if err != nil {
+				return err
+			}
+			if hardened {
+				hardening.Apply(c)
+			}
+			return printConfig(s, c)
+		},
+	}
+	initDefaults.Flags().BoolVar(&hardened, "hardened", false, "With the settings `kubeboot init --hardened` adds")
 	print := &cobra.Command{Use: "print", Short: "Print configuration", Args: cobra.NoArgs}
 	print.AddCommand(
-		&cobra.Command{
-			Use:   "init-defaults",
-			Short: "Print the default init configuration, a file that can be used for 'kubeboot init'",
-			Args:  cobra.NoArgs,
-			RunE: func(*cobra.Command, []string) error {
-				c, err := config.InitDefaults()
-				if err != nil {
-					return err
-				}
-				return printConfig(s, c)
-			},
-		},
+		initDefaults,
 		&cobra.Command{
 			Use:   "join-defaults",
 			Short: "Print the default join configuration, a file that can be used for 'kubeboot join'",

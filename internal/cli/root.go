@@ -74,6 +74,7 @@ with every component embedded in this one binary and nothing to download.
 		newStatusCommand(g, s),
 		newNetAgentCommand(g, s),
 		newAPIServerLBCommand(g, s),
+		newCSRApproverCommand(s),
 		newImagesCommand(g, s),
 		newVersionCommand(s),
 	)

@@ -30,6 +30,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/discovery"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/hardening"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/node"
 )
@@ -115,6 +116,12 @@ func NewCertificateKey() (string, error) { return copycerts.CreateCertificateKey
 // kubeadm names them.
 var controlPlaneCertFiles = []string{"ca.crt", "ca.key", "front-proxy-ca.crt", "front-proxy-ca.key", "sa.key", "sa.pub", "etcd/ca.crt", "etcd/ca.key"}
 
+// optionalCertFiles travel with them when the first control plane has
+// them: the key that encrypts Secrets at rest (--hardened), which every API
+// server of the cluster must share. kubeadm has no such file; a kubeadm
+// join ignores the extra entry.
+var optionalCertFiles = []string{hardening.EncryptionConfigName}
+
 // UploadCerts encrypts the shared control-plane keys with the certificate
 // key into kube-system/kubeadm-certs, owned by a 2 h bootstrap token so
 // that the Secret is garbage-collected when the token expires.
@@ -137,6 +144,20 @@ func UploadCerts(ctx context.Context, c kubernetes.Interface, fs fsys.FS, cfg *c
 			return err
 		}
 		data[strings.ReplaceAll(f, "/", "-")] = enc
+	}
+	for _, f := range optionalCertFiles {
+		b, err := fs.ReadFile(path.Join(cfg.Cluster.CertificatesDir, f))
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", fs.Path(path.Join(cfg.Cluster.CertificatesDir, f)), err)
+		}
+		enc, err := cryptoutil.EncryptBytes(b, key)
+		if err != nil {
+			return err
+		}
+		data[f] = enc
 	}
 	tokStr, err := bootstraputil.GenerateBootstrapToken()
 	if err != nil {
@@ -290,6 +311,17 @@ func DownloadCerts(ctx context.Context, c kubernetes.Interface, cfg *config.Conf
 			mode = 0o600
 		}
 		out = append(out, CertFile{Name: f, Data: data, Mode: mode})
+	}
+	for _, f := range optionalCertFiles {
+		enc, ok := s.Data[f]
+		if !ok {
+			continue
+		}
+		data, err := cryptoutil.DecryptBytes(enc, key)
+		if err != nil {
+			return nil, fmt.Errorf("the certificate key does not decrypt %s in the Secret %q: %v", f, KubeadmCertsSecret, err)
+		}
+		out = append(out, CertFile{Name: f, Data: data, Mode: 0o600})
 	}
 	return out, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/hardening"
 )
 
 // TestCertsRoundTrip uploads the shared keys as init --upload-certs does
@@ -66,6 +67,21 @@ func TestCertsRoundTrip(t *testing.T) {
 		if strings.HasSuffix(f.Name, ".key") && f.Mode != 0o600 {
 			t.Errorf("%s: mode %v", f.Name, f.Mode)
 		}
+	}
+	// With --hardened, the key of Secrets at rest travels with them.
+	enc := path.Join(c.Cluster.CertificatesDir, hardening.EncryptionConfigName)
+	if err := fs.WriteFile(enc, []byte("content of "+hardening.EncryptionConfigName), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := UploadCerts(ctx, client, fs, c, k); err != nil {
+		t.Fatal(err)
+	}
+	if files, err = DownloadCerts(ctx, client, c, key); err != nil {
+		t.Fatal(err)
+	}
+	if last := files[len(files)-1]; len(files) != len(controlPlaneCertFiles)+1 || last.Name != hardening.EncryptionConfigName ||
+		string(last.Data) != "content of "+hardening.EncryptionConfigName || last.Mode != 0o600 {
+		t.Errorf("the encryption configuration did not travel: %d files, last %s %q %v", len(files), last.Name, last.Data, last.Mode)
 	}
 	other, _ := NewCertificateKey()
 	okey, _ := hex.DecodeString(other)

@@ -3,6 +3,7 @@ package component
 import (
 	"net"
 	"path"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,10 +60,23 @@ func (r Renderer) advertise() string { return r.Cfg.Init.LocalAPIEndpoint.Advert
 
 func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
 
-func applyExtra(a *Args, extra []kubeadmv1.Arg) {
+// applyExtra sets the configuration's extraArgs over kubeboot's flags. A
+// value that is an absolute path is a node path, as everywhere in the
+// configuration (kubeadm mounts it into the static pod at the same path):
+// it becomes the host path under the root prefix.
+func (r Renderer) applyExtra(a *Args, extra []kubeadmv1.Arg) {
 	for _, e := range extra {
-		a.Set(e.Name, e.Value)
+		a.Set(e.Name, r.nodePath(e.Value))
 	}
+}
+
+// nodePath maps a flag value that is one absolute path under the root
+// prefix, and leaves any other value (a URL, a list, a number) alone.
+func (r Renderer) nodePath(v string) string {
+	if path.IsAbs(v) && !strings.ContainsAny(v, ",=:") {
+		return r.FS.Path(v)
+	}
+	return v
 }
 
 // LocalEtcd renders the local etcd member, with kubeadm's flags.
@@ -107,7 +121,7 @@ func (r Renderer) localEtcd(initialCluster, state string) Spec {
 	a.Set("peer-client-cert-auth", "true")
 	a.Set("snapshot-count", "10000")
 	a.Set("watch-progress-notify-interval", "5s")
-	applyExtra(a, c.Cluster.Etcd.Local.ExtraArgs)
+	r.applyExtra(a, c.Cluster.Etcd.Local.ExtraArgs)
 	// Ready when it serves clients too: a member joining a cluster answers
 	// /readyz before it has published itself and opened its client port,
 	// and an API server dialling it then backs off for seconds.
@@ -176,10 +190,16 @@ func (r Renderer) APIServer() Spec {
 		a.Set("etcd-certfile", r.pki("apiserver-etcd-client.crt"))
 		a.Set("etcd-keyfile", r.pki("apiserver-etcd-client.key"))
 	}
-	applyExtra(a, c.Cluster.APIServer.ExtraArgs)
+	r.applyExtra(a, c.Cluster.APIServer.ExtraArgs)
 	port = a.port("secure-port", port)
 	bind, _ := a.Get("bind-address")
+	var dirs []Dir
+	if log, ok := a.Get("audit-log-path"); ok && filepath.IsAbs(log) {
+		// The API server would create it with mode 0744.
+		dirs = append(dirs, Dir{Path: filepath.Dir(log), Mode: 0o700})
+	}
 	return Spec{
+		Dirs: dirs,
 		Name: APIServer,
 		Args: a.List(),
 		// Not After etcd: the API server's own start (flags, certificates,
@@ -229,13 +249,38 @@ func (r Renderer) ControllerManager() Spec {
 		a.Set("cluster-cidr", pods)
 		a.Set("service-cluster-ip-range", c.Cluster.Networking.ServiceSubnet)
 	}
-	applyExtra(a, c.Cluster.ControllerManager.ExtraArgs)
+	r.applyExtra(a, c.Cluster.ControllerManager.ExtraArgs)
 	return Spec{
 		Name:  ControllerManager,
 		Args:  a.List(),
 		After: []string{APIServer},
 		Probe: healthzProbe(a, ControllerManagerPort),
 		Ports: []int{a.port("secure-port", ControllerManagerPort)},
+	}
+}
+
+// CSRApprover names kubeboot's approver of kubelet serving certificates.
+const CSRApprover = "csr-approver"
+
+// ServesTLSBootstrap reports whether the kubelets ask the cluster for
+// their serving certificates (serverTLSBootstrap), which the control
+// planes then approve with the csr-approver component.
+func (r Renderer) ServesTLSBootstrap() bool {
+	return r.Cfg.Kubelet != nil && r.Cfg.Kubelet.ServerTLSBootstrap
+}
+
+// CSRApproverSpec renders kubeboot's approver of the kubelets' serving
+// certificates (package csrapprover), as the controller-manager's
+// identity: it completes the controller-manager's CSR controllers.
+func (r Renderer) CSRApproverSpec() Spec {
+	root := strings.TrimSuffix(r.FS.Path("/"), "/")
+	if root == "" {
+		root = "/"
+	}
+	return Spec{
+		Name:  CSRApprover,
+		Args:  []string{"--root", root, "csr-approver", "--kubeconfig", r.kubeconfig("controller-manager.conf")},
+		After: []string{APIServer},
 	}
 }
 
@@ -256,7 +301,7 @@ func (r Renderer) Scheduler() Spec {
 	a.Set("kubeconfig", conf)
 	a.Set("leader-elect", "true")
 	a.Set("secure-port", strconv.Itoa(SchedulerPort))
-	applyExtra(a, r.Cfg.Cluster.Scheduler.ExtraArgs)
+	r.applyExtra(a, r.Cfg.Cluster.Scheduler.ExtraArgs)
 	return Spec{
 		Name:  Scheduler,
 		Args:  a.List(),

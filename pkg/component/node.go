@@ -66,9 +66,7 @@ func (r Renderer) KubeletSpec() Spec {
 	a.Set("cert-dir", r.FS.Path(path.Join(node.KubeletDir, "pki")))
 	a.Set("hostname-override", c.Init.NodeRegistration.Name)
 	a.Set("node-ip", r.advertise())
-	for _, e := range c.Init.NodeRegistration.KubeletExtraArgs {
-		a.Set(e.Name, e.Value)
-	}
+	r.applyExtra(a, c.Init.NodeRegistration.KubeletExtraArgs)
 	var after []string
 	if r.ManagedContainerd() {
 		after = []string{Containerd}

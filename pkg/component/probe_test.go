@@ -53,3 +53,35 @@ func TestProbesAndPortsFollowTheFinalFlags(t *testing.T) {
 		t.Errorf("port checks %v, want %v", names, want)
 	}
 }
+
+// TestExtraArgsPathsAreNodePaths: an absolute path in extraArgs names a
+// file of the node, under the root prefix like every other path; other
+// values are kept as they are. The audit log's directory is made 0700.
+func TestExtraArgsPathsAreNodePaths(t *testing.T) {
+	cfg, err := config.InitDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Renderer{Cfg: cfg, FS: fsys.NewRoot("/tmp/node")}
+	cfg.Cluster.APIServer.ExtraArgs = []kubeadmv1.Arg{
+		{Name: "audit-log-path", Value: "/var/log/kubernetes/audit/audit.log"},
+		{Name: "audit-policy-file", Value: "/etc/kubernetes/audit-policy.yaml"},
+		{Name: "oidc-issuer-url", Value: "https://issuer.example/"},
+		{Name: "feature-gates", Value: "A=true,B=false"},
+		{Name: "audit-log-maxage", Value: "30"},
+	}
+	cfg.Init.NodeRegistration.KubeletExtraArgs = []kubeadmv1.Arg{{Name: "resolv-conf", Value: "/etc/kubeboot-resolv.conf"}}
+	api := r.APIServer()
+	for _, want := range []string{"--audit-log-path=/tmp/node/var/log/kubernetes/audit/audit.log", "--audit-policy-file=/tmp/node/etc/kubernetes/audit-policy.yaml",
+		"--oidc-issuer-url=https://issuer.example/", "--feature-gates=A=true,B=false", "--audit-log-maxage=30"} {
+		if !slices.Contains(api.Args, want) {
+			t.Errorf("kube-apiserver lacks %s: %v", want, api.Args)
+		}
+	}
+	if want := (Dir{Path: "/tmp/node/var/log/kubernetes/audit", Mode: 0o700}); !slices.Contains(api.Dirs, want) {
+		t.Errorf("kube-apiserver's dirs %v lack %v", api.Dirs, want)
+	}
+	if k := r.KubeletSpec(); !slices.Contains(k.Args, "--resolv-conf=/tmp/node/etc/kubeboot-resolv.conf") {
+		t.Errorf("kubelet: %v", k.Args)
+	}
+}

@@ -24,9 +24,9 @@ import (
 
 var certificateKeyFlag = regexp.MustCompile(`--certificate-key (\S+)`)
 
-// etcdMembers lists the etcd members as the host's API server sees them,
-// from inside the host, with its etcd client certificate.
-func etcdMembers(t *testing.T, h *nethost.Host) (voters, learners []string) {
+// etcdClient is a client of the host's etcd member, from inside the
+// host, with the API server's etcd client certificate.
+func etcdClient(t *testing.T, h *nethost.Host) *clientv3.Client {
 	t.Helper()
 	pki := filepath.Join(h.Root, "etc/kubernetes/pki")
 	cert, err := tls.LoadX509KeyPair(filepath.Join(pki, "apiserver-etcd-client.crt"), filepath.Join(pki, "apiserver-etcd-client.key"))
@@ -47,6 +47,13 @@ func etcdMembers(t *testing.T, h *nethost.Host) (voters, learners []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// etcdMembers lists the etcd members as the host's API server sees them.
+func etcdMembers(t *testing.T, h *nethost.Host) (voters, learners []string) {
+	t.Helper()
+	c := etcdClient(t, h)
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

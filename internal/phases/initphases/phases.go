@@ -22,6 +22,8 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/bootstrap"
 	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/csrapprover"
+	"github.com/kubeboot/kubeboot/pkg/hardening"
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/discovery"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
@@ -52,6 +54,8 @@ type Data struct {
 	// SingleNode leaves the control-plane taint off, so that the one node
 	// runs workloads.
 	SingleNode bool
+	// Hardened lists the settings --hardened added, for the log.
+	Hardened []string
 
 	client kubernetes.Interface
 }
@@ -142,7 +146,7 @@ func Phases() []phase {
 		{Name: "control-plane", Short: "Generate the configuration for and start the control-plane components",
 			Run: func(_ context.Context, d *Data) error {
 				d.Logf("[control-plane] Using component spec folder %q", d.FS.Path(component.SpecDir))
-				return nil
+				return hardening.Files(d.FS, d.Cfg, true, d.Logf)
 			},
 			Phases: []phase{
 				{Name: "apiserver", Short: "Start the Kubernetes API Server", Run: controlPlane(component.Renderer.APIServer)},
@@ -341,6 +345,17 @@ func runBootstrapToken(ctx context.Context, d *Data) error {
 			return err
 		}
 		d.Logf("[bootstrap-token] Configured RBAC rules to allow nodes to run kube-proxy with their own credentials and to remove their own Node object on reset")
+		if d.Renderer().ServesTLSBootstrap() {
+			if err := csrapprover.RBAC(ctx, c); err != nil {
+				return err
+			}
+			d.Logf("[bootstrap-token] Configured RBAC rules to allow the control plane to approve the serving certificates of known nodes' kubelets")
+			// Only now: started earlier, its first list is refused and
+			// its informer backs off.
+			if err := d.WriteSpec(d.Renderer().CSRApproverSpec(), "control-plane"); err != nil {
+				return err
+			}
+		}
 		if err := clusterinfo.CreateBootstrapConfigMapIfNotExists(c, admin); err != nil {
 			return fmt.Errorf("error creating bootstrap ConfigMap: %w", err)
 		}

@@ -19,7 +19,9 @@ import (
 	etcdutil "k8s.io/kubernetes/cmd/kubeadm/app/util/etcd"
 
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
+	"github.com/kubeboot/kubeboot/pkg/bootstrap"
 	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/hardening"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/pki"
 	"github.com/kubeboot/kubeboot/pkg/preflight"
@@ -48,6 +50,15 @@ func (d *Data) controlPlaneClusterChecks() []preflight.Check {
 	if d.Cfg.Cluster.Etcd.Local != nil {
 		checks = append(checks, preflight.DirAvailable(d.FS, d.Cfg.Cluster.Etcd.Local.DataDir))
 	}
+	// Secrets encrypted at rest (--hardened): the key must come with the
+	// certificates or be here already, before anything is written.
+	checks = append(checks, preflight.Check{Name: "EncryptionConfig", Run: func() ([]string, error) {
+		downloaded := slices.ContainsFunc(d.certs, func(f bootstrap.CertFile) bool { return f.Name == hardening.EncryptionConfigName })
+		if hardening.EncryptionConfigMissing(d.FS, d.Cfg) && !downloaded {
+			return nil, hardening.MissingKeyError(d.FS, d.Cfg)
+		}
+		return nil, nil
+	}})
 	return checks
 }
 
@@ -128,7 +139,14 @@ func runControlPlaneSpecs(ctx context.Context, d *Data) error {
 	}
 	r := d.Renderer()
 	d.Logf("[control-plane] Using component spec folder %q", d.FS.Path(component.SpecDir))
-	for _, spec := range []component.Spec{r.APIServer(), r.ControllerManager(), r.Scheduler()} {
+	if err := hardening.Files(d.FS, d.Cfg, false, d.Logf); err != nil {
+		return err
+	}
+	specs := []component.Spec{r.APIServer(), r.ControllerManager(), r.Scheduler()}
+	if r.ServesTLSBootstrap() {
+		specs = append(specs, r.CSRApproverSpec())
+	}
+	for _, spec := range specs {
 		if spec.Name == component.APIServer && d.Cfg.Cluster.Etcd.External == nil {
 			// The local etcd member starts only once it has joined: an API
 			// server started before would back off its etcd connection for
@@ -258,7 +276,11 @@ func runMarkControlPlane(ctx context.Context, d *Data) error {
 func runWaitControlPlane(ctx context.Context, d *Data) error {
 	r := d.Renderer()
 	d.Logf("[control-plane-check] Waiting for healthy control plane components. This can take up to %s", d.Timeout)
-	for _, spec := range []component.Spec{r.APIServer(), r.ControllerManager(), r.Scheduler()} {
+	specs := []component.Spec{r.APIServer(), r.ControllerManager(), r.Scheduler()}
+	if r.ServesTLSBootstrap() {
+		specs = append(specs, r.CSRApproverSpec())
+	}
+	for _, spec := range specs {
 		if err := d.Wait(ctx, "control-plane-check", spec); err != nil {
 			return err
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/hardening"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/netagent"
 	"github.com/kubeboot/kubeboot/pkg/node"
@@ -81,7 +82,7 @@ func runPreflight(_ context.Context, d *Data) error {
 
 // nodeStatePaths are the node paths kubeboot creates, besides the etcd
 // data dir (read from the etcd spec) and the certificates dir.
-var nodeStatePaths = []string{"/etc/kubernetes", "/var/lib/kubeboot", daemon.LogDir, daemon.RunDir,
+var nodeStatePaths = []string{"/etc/kubernetes", "/var/lib/kubeboot", daemon.LogDir, daemon.RunDir, hardening.AuditLogDir,
 	node.KubeletDir, node.KubeProxyDir, node.CNIConfDir, node.CNIDataDir, node.PodLogsDir}
 
 func runCleanupNode(ctx context.Context, d *Data) error {
