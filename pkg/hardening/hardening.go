@@ -80,6 +80,10 @@ func Apply(c *config.Config) []string {
 	// CIS 1.2.4 (1.2.5 in older releases): the API server verifies the
 	// kubelets' serving certificates, which the cluster CA then signs.
 	set("kube-apiserver", api, "kubelet-certificate-authority", path.Join(cl.CertificatesDir, "ca.crt"))
+	// CIS 1.2.30: service-account tokens expire when they say, not a year
+	// later (the kubelet renews projected tokens at 80% of their life;
+	// a client that reads its token once at start fails after an hour).
+	set("kube-apiserver", api, "service-account-extend-token-expiration", "false")
 	// CIS 1.2.15, 1.3.2, 1.4.1: no profiling endpoints.
 	set("kube-apiserver", api, "profiling", "false")
 	set("kube-controller-manager", &cl.ControllerManager.ExtraArgs, "profiling", "false")

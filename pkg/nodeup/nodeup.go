@@ -280,7 +280,9 @@ func (n *Node) StartKubelet(prefix string) error {
 		return err
 	}
 	n.Logf("[%s] Writing kubelet configuration to file %q", prefix, n.FS.Path(node.KubeletConfig))
-	if err := n.FS.WriteFile(node.KubeletConfig, kc, 0o644); err != nil {
+	// 0600 where kubeadm writes 0644: only the kubelet (root) reads it,
+	// and CIS 4.1.9 asks for 600.
+	if err := n.FS.WriteFile(node.KubeletConfig, kc, 0o600); err != nil {
 		return err
 	}
 	spec := r.KubeletSpec()
