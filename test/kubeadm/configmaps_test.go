@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
@@ -11,14 +13,18 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/kubernetes/cmd/kubeadm/app/componentconfigs"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/addons/proxy"
 	kubeletphase "k8s.io/kubernetes/cmd/kubeadm/app/phases/kubelet"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/uploadconfig"
 	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
+	kubeletconfig "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeboot/kubeboot/pkg/bootstrap"
 	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/node"
 )
 
 // deliberateConfigMapFields are the fields of the ConfigMaps init stores
@@ -196,4 +202,64 @@ func union2(a, b map[string]string) map[string]bool {
 		out[k] = true
 	}
 	return out
+}
+
+// deliberateKubeletFileFields are the fields of the kubelet's config.yaml
+// where kubeboot differs from what kubeadm writes for the same
+// configuration, besides the cluster-wide ones above; "*" means any value
+// (it depends on the node).
+var deliberateKubeletFileFields = map[string]string{
+	// Each node's pods under a cgroup of its own, their logs under its
+	// root: several nodes share one machine (docs/design.md §8).
+	"cgroupRoot": "*",
+	"podLogsDir": "/var/log/pods",
+	// The FlexVolume directory is named explicitly, under the root prefix.
+	"volumePluginDir": "/usr/libexec/kubernetes/kubelet-plugins/volume/exec",
+}
+
+// TestKubeletConfigFileMatchesKubeadm: the kubelet's
+// /var/lib/kubelet/config.yaml is what kubeadm v1.37.2's kubelet phase
+// writes for the same configuration and CRI endpoint (root "/").
+func TestKubeletConfigFileMatchesKubeadm(t *testing.T) {
+	const cri = "unix:///run/containerd/containerd.sock"
+	kcfg, err := configutil.BytesToInitConfiguration([]byte(cfgYAML), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	kcfg.ComponentConfigs[componentconfigs.KubeletGroup].Get().(*kubeletconfig.KubeletConfiguration).ContainerRuntimeEndpoint = cri
+	if err := kubeletphase.WriteInstanceConfigToDisk(&kubeletconfig.KubeletConfiguration{ContainerRuntimeEndpoint: cri}, dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := kubeletphase.WriteConfigToDisk(&kcfg.ClusterConfiguration, dir, "", io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := os.ReadFile(filepath.Join(dir, "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Parse("test", []byte(cfgYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DefaultInit(config.Host{}); err != nil {
+		t.Fatal(err)
+	}
+	ours, err := node.LocalKubeletConfiguration(c, fsys.NewRoot("/"), cri, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, g := flatten(t, string(theirs)), flatten(t, string(ours))
+	for field := range union2(w, g) {
+		want, deliberate := deliberateConfigMapFields["kubelet-config/kubelet:"+field]
+		if !deliberate {
+			want, deliberate = deliberateKubeletFileFields[field]
+		}
+		switch {
+		case deliberate && want != "*" && g[field] != want:
+			t.Errorf("%s is %q, the deliberate difference is %q", field, g[field], want)
+		case !deliberate && w[field] != g[field]:
+			t.Errorf("%s is %q in kubeadm's config.yaml, %q in kubeboot's", field, w[field], g[field])
+		}
+	}
 }
