@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/supervisor"
 )
@@ -108,9 +109,9 @@ func newStatusCommand(g *GlobalFlags, s Streams) *cobra.Command {
 			}
 			fmt.Fprintf(s.Out, "kubeboot daemon: pid %d, status of %s\n\n", pid, r.Updated.Format(time.RFC3339))
 			w := tabwriter.NewWriter(s.Out, 4, 4, 3, ' ', 0)
-			fmt.Fprintln(w, "COMPONENT\tPID\tSTATE\tREADY\tRESTARTS\tSINCE\tLOG")
+			fmt.Fprintln(w, "COMPONENT\tROLE\tPID\tSTATE\tREADY\tRESTARTS\tSINCE\tLOG")
 			for _, c := range r.Components {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%d\t%s\t%s\n", c.Name, pidString(c), c.State, c.Ready, c.Restarts, time.Since(c.Since).Round(time.Second), c.LogFile)
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%d\t%s\t%s\n", c.Name, component.RoleOf(c.Name), pidString(c), c.State, c.Ready, c.Restarts, time.Since(c.Since).Round(time.Second), c.LogFile)
 			}
 			return w.Flush()
 		},

@@ -32,6 +32,9 @@ type Spec struct {
 	// Name is the component's name; the node daemon runs the kubeboot
 	// binary with it as argv[0].
 	Name string `json:"name"`
+	// Role is the component's role in the table (the daemon's CPU group,
+	// status); written with the spec.
+	Role Role `json:"role,omitempty"`
 	// Exec, when set, is the executable to run instead of the kubeboot
 	// binary (containerd comes from the distribution).
 	Exec string `json:"exec,omitempty"`
@@ -286,8 +289,11 @@ const SpecDir = "/etc/kubernetes/kubeboot/components"
 // SpecPath is the node path of one component's spec.
 func SpecPath(name string) string { return path.Join(SpecDir, name+".json") }
 
-// Write saves a spec.
+// Write saves a spec, with its role from the table.
 func (s Store) Write(spec Spec) error {
+	if spec.Role == "" {
+		spec.Role = RoleOf(spec.Name)
+	}
 	b, err := json.MarshalIndent(spec, "", "  ")
 	if err != nil {
 		return err

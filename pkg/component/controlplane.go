@@ -4,7 +4,6 @@ import (
 	"net"
 	"path"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -32,13 +31,6 @@ const (
 	ControllerManager = "kube-controller-manager"
 	Scheduler         = "kube-scheduler"
 )
-
-// ControlPlane lists the control-plane components, in kubeadm's order.
-var ControlPlane = []string{APIServer, ControllerManager, Scheduler, Etcd}
-
-// IsControlPlane tells whether a component is part of the control plane
-// (rather than of the node side).
-func IsControlPlane(name string) bool { return slices.Contains(ControlPlane, name) }
 
 // Renderer turns the configuration into specs. Paths in the
 // configuration are node paths; the specs carry host paths under the

@@ -24,6 +24,7 @@ import (
 	"strings"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -31,6 +32,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -53,6 +55,9 @@ type Approver struct {
 // yet is tried again with backoff; one that fails the checks is left
 // pending (an operator may still approve it) and logged once.
 func (a *Approver) Run(ctx context.Context) error {
+	if err := a.waitForRBAC(ctx); err != nil {
+		return err
+	}
 	factory := informers.NewSharedInformerFactoryWithOptions(a.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("spec.signerName", certificatesv1.KubeletServingSignerName).String()
 	}))
@@ -111,6 +116,32 @@ func (a *Approver) Run(ctx context.Context) error {
 		}
 		queue.Done(name)
 	}
+}
+
+// waitForRBAC waits until the approver may list CSRs: on the first control
+// plane it starts with the API server, before init's bootstrap-token phase
+// creates its ClusterRole, and an informer refused at first backs off for
+// seconds.
+func (a *Approver) waitForRBAC(ctx context.Context) error {
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Group: certificatesv1.GroupName, Resource: "certificatesigningrequests", Verb: "list"},
+	}}
+	logged := false
+	return wait.PollUntilContextCancel(ctx, 300*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		r, err := a.Client.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		if err == nil && r.Status.Allowed {
+			return true, nil
+		}
+		if !logged {
+			logged = true
+			if err != nil {
+				a.Logf("Waiting for the ClusterRole %s to be bound: %v", RBACName, err)
+			} else {
+				a.Logf("Waiting for the ClusterRole %s to be bound", RBACName)
+			}
+		}
+		return false, nil
+	})
 }
 
 func (a *Approver) handle(ctx context.Context, csr *certificatesv1.CertificateSigningRequest) error {

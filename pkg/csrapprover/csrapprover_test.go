@@ -13,10 +13,13 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func node(name string, addrs ...corev1.NodeAddress) *corev1.Node {
@@ -89,6 +92,13 @@ func TestRunApprovesKnownNodes(t *testing.T) {
 	good := req{user: "system:node:w1", cn: "system:node:w1", ips: []string{"10.0.0.5"}}.csr(t, "good")
 	bad := req{user: "system:node:w1", cn: "system:node:w1", ips: []string{"10.9.9.9"}}.csr(t, "bad")
 	client := fake.NewClientset(good, bad)
+	// The ClusterRole is bound a moment after the approver starts.
+	bound := time.Now().Add(200 * time.Millisecond)
+	client.PrependReactor("create", "selfsubjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		r := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SelfSubjectAccessReview).DeepCopy()
+		r.Status.Allowed = time.Now().After(bound)
+		return true, r, nil
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	done := make(chan error, 1)

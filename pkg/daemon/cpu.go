@@ -44,8 +44,12 @@ func newBringUp(fs fsys.FS, logf func(string, ...any)) *bringUp {
 	return b
 }
 
-func group(name string) string {
-	if component.IsControlPlane(name) {
+func group(spec component.Spec) string {
+	role := spec.Role
+	if role == "" { // a spec written before specs carried their role
+		role = component.RoleOf(spec.Name)
+	}
+	if role == component.RoleControlPlane {
 		return cpugroup.ControlPlane
 	}
 	return cpugroup.Node
@@ -56,7 +60,7 @@ func (b *bringUp) place(spec component.Spec, pid int) {
 	if b.groups == nil {
 		return
 	}
-	if err := b.groups.Add(group(spec.Name), pid); err != nil {
+	if err := b.groups.Add(group(spec), pid); err != nil {
 		b.logf("placing %s (pid %d) in its CPU group: %v", spec.Name, pid, err)
 	}
 }

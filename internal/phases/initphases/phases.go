@@ -152,6 +152,8 @@ func Phases() []phase {
 				{Name: "apiserver", Short: "Start the Kubernetes API Server", Run: controlPlane(component.Renderer.APIServer)},
 				{Name: "controller-manager", Short: "Start the Kubernetes Controller Manager", Run: controlPlane(component.Renderer.ControllerManager)},
 				{Name: "scheduler", Short: "Start the Kubernetes Scheduler", Run: controlPlane(component.Renderer.Scheduler)},
+				{Name: "csr-approver", Short: "Start kubeboot's approver of the kubelets' serving certificates (with serverTLSBootstrap)",
+					RunIf: func(d *Data) bool { return d.Renderer().ServesTLSBootstrap() }, Run: controlPlane(component.Renderer.CSRApproverSpec)},
 			}},
 		{Name: "kubelet-start", Short: "Write kubelet settings and (re)start the kubelet", Run: runKubeletStart},
 		{Name: "wait-control-plane", Short: "Wait for the control plane to start", Run: runWaitControlPlane},
@@ -189,11 +191,7 @@ func runPreflight(_ context.Context, d *Data) error {
 	checks := []preflight.Check{preflight.IsPrivilegedUser()}
 	// The ports the components will listen on, from their final flags.
 	r := d.Renderer()
-	specs := []component.Spec{r.APIServer(), r.Scheduler(), r.ControllerManager()}
-	if c.Cluster.Etcd.External == nil {
-		specs = append(specs, r.LocalEtcd())
-	}
-	checks = append(checks, component.PortChecks(specs)...)
+	checks = append(checks, component.PortChecks(r.Specs(component.RoleControlPlane))...)
 	for _, name := range component.ControlPlane {
 		checks = append(checks, preflight.FileAvailable(d.FS, component.SpecPath(name)))
 	}
@@ -269,11 +267,7 @@ func runWaitControlPlane(ctx context.Context, d *Data) error {
 	if err := d.waitKubelet(ctx); err != nil {
 		return err
 	}
-	specs := []component.Spec{r.APIServer(), r.ControllerManager(), r.Scheduler()}
-	if d.Cfg.Cluster.Etcd.External == nil {
-		specs = append([]component.Spec{r.LocalEtcd()}, specs...)
-	}
-	for _, spec := range specs {
+	for _, spec := range r.Specs(component.RoleControlPlane) {
 		if err := d.Wait(ctx, "control-plane-check", spec); err != nil {
 			return err
 		}
@@ -350,11 +344,6 @@ func runBootstrapToken(ctx context.Context, d *Data) error {
 				return err
 			}
 			d.Logf("[bootstrap-token] Configured RBAC rules to allow the control plane to approve the serving certificates of known nodes' kubelets")
-			// Only now: started earlier, its first list is refused and
-			// its informer backs off.
-			if err := d.WriteSpec(d.Renderer().CSRApproverSpec(), "control-plane"); err != nil {
-				return err
-			}
 		}
 		if err := clusterinfo.CreateBootstrapConfigMapIfNotExists(c, admin); err != nil {
 			return fmt.Errorf("error creating bootstrap ConfigMap: %w", err)

@@ -41,12 +41,7 @@ func (d *Data) controlPlaneChecks() []preflight.Check {
 // configuration: the ports the components will listen on, from their
 // final flags (the cluster's extraArgs included), and etcd's data dir.
 func (d *Data) controlPlaneClusterChecks() []preflight.Check {
-	r := d.Renderer()
-	specs := []component.Spec{r.APIServer(), r.ControllerManager(), r.Scheduler()}
-	if d.Cfg.Cluster.Etcd.External == nil {
-		specs = append(specs, r.LocalEtcd())
-	}
-	checks := component.PortChecks(specs)
+	checks := component.PortChecks(d.Renderer().Specs(component.RoleControlPlane))
 	if d.Cfg.Cluster.Etcd.Local != nil {
 		checks = append(checks, preflight.DirAvailable(d.FS, d.Cfg.Cluster.Etcd.Local.DataDir))
 	}
@@ -142,11 +137,7 @@ func runControlPlaneSpecs(ctx context.Context, d *Data) error {
 	if err := hardening.Files(d.FS, d.Cfg, false, d.Logf); err != nil {
 		return err
 	}
-	specs := []component.Spec{r.APIServer(), r.ControllerManager(), r.Scheduler()}
-	if r.ServesTLSBootstrap() {
-		specs = append(specs, r.CSRApproverSpec())
-	}
-	for _, spec := range specs {
+	for _, spec := range withoutEtcd(r.Specs(component.RoleControlPlane)) {
 		if spec.Name == component.APIServer && d.Cfg.Cluster.Etcd.External == nil {
 			// The local etcd member starts only once it has joined: an API
 			// server started before would back off its etcd connection for
@@ -273,14 +264,16 @@ func runMarkControlPlane(ctx context.Context, d *Data) error {
 	return markcontrolplane.MarkControlPlane(c, d.Join.NodeRegistration.Name, taints)
 }
 
+// withoutEtcd drops the etcd member: a joining one is rendered with the
+// cluster's members and waited for in the etcd phase.
+func withoutEtcd(specs []component.Spec) []component.Spec {
+	return slices.DeleteFunc(specs, func(s component.Spec) bool { return s.Name == component.Etcd })
+}
+
 func runWaitControlPlane(ctx context.Context, d *Data) error {
 	r := d.Renderer()
 	d.Logf("[control-plane-check] Waiting for healthy control plane components. This can take up to %s", d.Timeout)
-	specs := []component.Spec{r.APIServer(), r.ControllerManager(), r.Scheduler()}
-	if r.ServesTLSBootstrap() {
-		specs = append(specs, r.CSRApproverSpec())
-	}
-	for _, spec := range specs {
+	for _, spec := range withoutEtcd(r.Specs(component.RoleControlPlane)) {
 		if err := d.Wait(ctx, "control-plane-check", spec); err != nil {
 			return err
 		}
