@@ -15,6 +15,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	kubeconfigutil "k8s.io/kubernetes/cmd/kubeadm/app/util/kubeconfig"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 
@@ -101,23 +102,14 @@ func LocalURL(c *config.Config) string {
 	return "https://" + net.JoinHostPort(e.AdvertiseAddress, strconv.Itoa(int(e.BindPort)))
 }
 
-// Build returns a kubeconfig with one cluster, one user and one context.
+// Build returns a kubeconfig with one cluster, one user and one context,
+// made by kubeadm's own kubeconfigutil.
 func Build(server, clusterName string, ca *x509.Certificate, user string, kp *pki.KeyPair) (*clientcmdapi.Config, error) {
 	keyPEM, err := keyutil.MarshalPrivateKeyToPEM(kp.Key)
 	if err != nil {
 		return nil, err
 	}
-	ctx := user + "@" + clusterName
-	return &clientcmdapi.Config{
-		Clusters: map[string]*clientcmdapi.Cluster{clusterName: {
-			Server: server, CertificateAuthorityData: pki.EncodeCertPEM(ca),
-		}},
-		AuthInfos: map[string]*clientcmdapi.AuthInfo{user: {
-			ClientCertificateData: pki.EncodeCertPEM(kp.Cert), ClientKeyData: keyPEM,
-		}},
-		Contexts:       map[string]*clientcmdapi.Context{ctx: {Cluster: clusterName, AuthInfo: user}},
-		CurrentContext: ctx,
-	}, nil
+	return kubeconfigutil.CreateWithCerts(server, clusterName, user, pki.EncodeCertPEM(ca), keyPEM, pki.EncodeCertPEM(kp.Cert)), nil
 }
 
 // Writer creates the kubeconfig files of a configuration.

@@ -3,25 +3,19 @@ package pki
 import (
 	"context"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"math/big"
 	"path"
 	"slices"
 	"time"
 
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
+	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/pkiutil"
 
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
@@ -438,53 +432,26 @@ func publicKeysEqual(a, b crypto.PublicKey) bool {
 
 // NewPrivateKey generates a key of the configured algorithm.
 func NewPrivateKey(alg kubeadmv1.EncryptionAlgorithmType) (crypto.Signer, error) {
-	switch alg {
-	case kubeadmv1.EncryptionAlgorithmECDSAP256:
-		return ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	case kubeadmv1.EncryptionAlgorithmECDSAP384:
-		return ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
-	case kubeadmv1.EncryptionAlgorithmRSA2048, "":
-		return rsa.GenerateKey(rand.Reader, 2048)
-	case kubeadmv1.EncryptionAlgorithmRSA3072:
-		return rsa.GenerateKey(rand.Reader, 3072)
-	case kubeadmv1.EncryptionAlgorithmRSA4096:
-		return rsa.GenerateKey(rand.Reader, 4096)
+	if alg == "" {
+		alg = kubeadmv1.EncryptionAlgorithmRSA2048
 	}
-	return nil, fmt.Errorf("unknown encryption algorithm %q (supported: %v)", alg, config.EncryptionAlgorithms)
+	if !slices.Contains(config.EncryptionAlgorithms, string(alg)) {
+		return nil, fmt.Errorf("unknown encryption algorithm %q (supported: %v)", alg, config.EncryptionAlgorithms)
+	}
+	return pkiutil.GeneratePrivateKey(kubeadmapi.EncryptionAlgorithmType(alg))
 }
 
-func serial() (*big.Int, error) {
-	n, err := rand.Int(rand.Reader, big.NewInt(math.MaxInt64-1))
-	if err != nil {
-		return nil, err
-	}
-	return n.Add(n, big.NewInt(1)), nil
-}
-
-// NewSelfSignedCA creates a CA certificate as kubeadm does.
+// NewSelfSignedCA creates a CA certificate with kubeadm's own function.
 func NewSelfSignedCA(cn string, key crypto.Signer, notBefore, notAfter time.Time) (*x509.Certificate, error) {
-	sn, err := serial()
-	if err != nil {
-		return nil, err
-	}
-	tmpl := x509.Certificate{
-		SerialNumber:          sn,
-		Subject:               pkix.Name{CommonName: cn},
-		DNSNames:              []string{cn},
-		NotBefore:             notBefore.UTC(),
-		NotAfter:              notAfter.UTC(),
-		KeyUsage:              x509.KeyUsageKeyEncipherment | x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, &tmpl, &tmpl, key.Public(), key)
-	if err != nil {
-		return nil, err
-	}
-	return x509.ParseCertificate(der)
+	return pkiutil.NewSelfSignedCACert(&pkiutil.CertConfig{
+		Config:   certutil.Config{CommonName: cn, NotBefore: notBefore.UTC()},
+		NotAfter: notAfter.UTC(),
+	}, key)
 }
 
-// NewSignedKeyPair creates a certificate for key signed by ca.
+// NewSignedKeyPair creates a certificate for key signed by ca, with
+// kubeadm's own function. Unlike kubeadm, it never outlives its CA: a
+// client would reject the chain.
 func NewSignedKeyPair(ca *KeyPair, key crypto.Signer, cn string, orgs []string, alt certutil.AltNames, usages []x509.ExtKeyUsage, notBefore, notAfter time.Time) (*KeyPair, error) {
 	if ca.Key == nil {
 		return nil, errors.New("the CA's key is not available")
@@ -492,30 +459,13 @@ func NewSignedKeyPair(ca *KeyPair, key crypto.Signer, cn string, orgs []string, 
 	if len(usages) == 0 {
 		return nil, errors.New("a certificate needs at least one extended key usage")
 	}
-	sn, err := serial()
-	if err != nil {
-		return nil, err
-	}
 	if notAfter.After(ca.Cert.NotAfter) {
-		// A certificate cannot outlive its CA; clients would reject the chain.
 		notAfter = ca.Cert.NotAfter
 	}
-	tmpl := x509.Certificate{
-		SerialNumber:          sn,
-		Subject:               pkix.Name{CommonName: cn, Organization: orgs},
-		DNSNames:              alt.DNSNames,
-		IPAddresses:           alt.IPs,
-		NotBefore:             notBefore.UTC(),
-		NotAfter:              notAfter.UTC(),
-		KeyUsage:              x509.KeyUsageKeyEncipherment | x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:           usages,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, &tmpl, ca.Cert, key.Public(), ca.Key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
+	cert, err := pkiutil.NewSignedCert(&pkiutil.CertConfig{
+		Config:   certutil.Config{CommonName: cn, Organization: orgs, AltNames: alt, Usages: usages, NotBefore: notBefore.UTC()},
+		NotAfter: notAfter.UTC(),
+	}, key, ca.Cert, ca.Key, false)
 	if err != nil {
 		return nil, err
 	}
@@ -535,15 +485,7 @@ func WriteKeyPair(f fsys.FS, dir, base string, kp *KeyPair) error {
 }
 
 // EncodePublicKeyPEM encodes a public key as a PKIX "PUBLIC KEY" block.
-func EncodePublicKeyPEM(pub crypto.PublicKey) ([]byte, error) {
-	der, err := x509.MarshalPKIXPublicKey(pub)
-	if err != nil {
-		return nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), nil
-}
+func EncodePublicKeyPEM(pub crypto.PublicKey) ([]byte, error) { return pkiutil.EncodePublicKeyPEM(pub) }
 
 // EncodeCertPEM encodes a certificate as a "CERTIFICATE" block.
-func EncodeCertPEM(cert *x509.Certificate) []byte {
-	return pem.EncodeToMemory(&pem.Block{Type: certutil.CertificateBlockType, Bytes: cert.Raw})
-}
+func EncodeCertPEM(cert *x509.Certificate) []byte { return pkiutil.EncodeCertPEM(cert) }
