@@ -13,8 +13,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	kubeadmapi "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm"
+	kubeadmscheme "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/scheme"
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 	kubeadmvalidation "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/validation"
 	netutils "k8s.io/utils/net"
@@ -118,12 +119,8 @@ func ValidateCluster(c *kubeadmv1.ClusterConfiguration) field.ErrorList {
 	errs = append(errs, validateArgs(c.ControllerManager.ExtraArgs, field.NewPath("controllerManager", "extraArgs"))...)
 	errs = append(errs, validateArgs(c.Scheduler.ExtraArgs, field.NewPath("scheduler", "extraArgs"))...)
 	errs = append(errs, validateEtcd(&c.Etcd, field.NewPath("etcd"))...)
-	errs = append(errs, validateAbsPath(c.CertificatesDir, field.NewPath("certificatesDir"))...)
 	if c.ClusterName == "" {
 		errs = append(errs, field.Required(field.NewPath("clusterName"), ""))
-	}
-	if !slices.Contains(EncryptionAlgorithms, string(c.EncryptionAlgorithm)) {
-		errs = append(errs, field.NotSupported(field.NewPath("encryptionAlgorithm"), c.EncryptionAlgorithm, EncryptionAlgorithms))
 	}
 	if c.CertificateValidityPeriod != nil && c.CertificateValidityPeriod.Duration <= 0 {
 		errs = append(errs, field.Invalid(field.NewPath("certificateValidityPeriod"), c.CertificateValidityPeriod.Duration.String(), "must be positive"))
@@ -131,7 +128,7 @@ func ValidateCluster(c *kubeadmv1.ClusterConfiguration) field.ErrorList {
 	if c.CACertificateValidityPeriod != nil && c.CACertificateValidityPeriod.Duration <= 0 {
 		errs = append(errs, field.Invalid(field.NewPath("caCertificateValidityPeriod"), c.CACertificateValidityPeriod.Duration.String(), "must be positive"))
 	}
-	return errs
+	return withKubeadm(errs, kubeadmClusterErrors(c))
 }
 
 func validateNetworking(n *kubeadmv1.Networking, p *field.Path) field.ErrorList {
@@ -278,7 +275,6 @@ func validateEtcd(e *kubeadmv1.Etcd, p *field.Path) field.ErrorList {
 	}
 	if e.Local != nil {
 		lp := p.Child("local")
-		errs = append(errs, validateAbsPath(e.Local.DataDir, lp.Child("dataDir"))...)
 		for i, s := range e.Local.ServerCertSANs {
 			errs = append(errs, validateSAN(s, lp.Child("serverCertSANs").Index(i))...)
 		}
@@ -317,31 +313,18 @@ func ValidateInit(c *kubeadmv1.InitConfiguration) field.ErrorList {
 	var errs field.ErrorList
 	errs = append(errs, validateAPIEndpoint(&c.LocalAPIEndpoint, field.NewPath("localAPIEndpoint"))...)
 	errs = append(errs, validateNodeRegistration(&c.NodeRegistration, field.NewPath("nodeRegistration"))...)
+	// kubeadm's rules for the tokens, on the same (v1) type; and one it
+	// lacks: a negative TTL.
+	errs = append(errs, kubeadmvalidation.ValidateBootstrapTokens(c.BootstrapTokens, field.NewPath("bootstrapTokens"))...)
 	for i, bt := range c.BootstrapTokens {
-		bp := field.NewPath("bootstrapTokens").Index(i)
-		if bt.Token == nil {
-			errs = append(errs, field.Required(bp.Child("token"), ""))
-		} else if !bootstraputil.IsValidBootstrapToken(bt.Token.String()) {
-			errs = append(errs, field.Invalid(bp.Child("token"), bt.Token.String(), "must be of the form [a-z0-9]{6}.[a-z0-9]{16}"))
-		}
 		if bt.TTL != nil && bt.TTL.Duration < 0 {
-			errs = append(errs, field.Invalid(bp.Child("ttl"), bt.TTL.Duration.String(), "must not be negative (0 means never expires)"))
-		}
-		for j, u := range bt.Usages {
-			if !slices.Contains(bootstrapapi.KnownTokenUsages, u) {
-				errs = append(errs, field.NotSupported(bp.Child("usages").Index(j), u, bootstrapapi.KnownTokenUsages))
-			}
-		}
-		for j, g := range bt.Groups {
-			if err := bootstraputil.ValidateBootstrapGroupName(g); err != nil {
-				errs = append(errs, field.Invalid(bp.Child("groups").Index(j), g, err.Error()))
-			}
+			errs = append(errs, field.Invalid(field.NewPath("bootstrapTokens").Index(i).Child("ttl"), bt.TTL.Duration.String(), "must not be negative (0 means never expires)"))
 		}
 	}
 	if c.CertificateKey != "" {
 		errs = append(errs, validateCertificateKey(c.CertificateKey, field.NewPath("certificateKey"))...)
 	}
-	return errs
+	return withKubeadm(errs, kubeadmInitErrors(c))
 }
 
 func validateCertificateKey(k string, p *field.Path) field.ErrorList {
@@ -429,7 +412,6 @@ func ValidateJoin(c *kubeadmv1.JoinConfiguration) field.ErrorList {
 		errs = append(errs, field.Invalid(dp.Child("tlsBootstrapToken"), d.TLSBootstrapToken, "must be of the form [a-z0-9]{6}.[a-z0-9]{16}"))
 	}
 	errs = append(errs, validateNodeRegistration(&c.NodeRegistration, field.NewPath("nodeRegistration"))...)
-	errs = append(errs, validateAbsPath(c.CACertPath, field.NewPath("caCertPath"))...)
 	if c.ControlPlane != nil {
 		cp := field.NewPath("controlPlane")
 		if c.ControlPlane.LocalAPIEndpoint.AdvertiseAddress != "" || c.ControlPlane.LocalAPIEndpoint.BindPort != 0 {
@@ -439,10 +421,66 @@ func ValidateJoin(c *kubeadmv1.JoinConfiguration) field.ErrorList {
 			errs = append(errs, validateCertificateKey(c.ControlPlane.CertificateKey, cp.Child("certificateKey"))...)
 		}
 	}
-	return errs
+	return withKubeadm(errs, kubeadmJoinErrors(c))
 }
 
 // ValidateReset checks a defaulted ResetConfiguration.
 func ValidateReset(c *kubeadmv1.ResetConfiguration) field.ErrorList {
-	return validateAbsPath(c.CertificatesDir, field.NewPath("certificatesDir"))
+	internal := &kubeadmapi.ResetConfiguration{}
+	if err := kubeadmscheme.Scheme.Convert(c, internal, nil); err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	return kubeadmvalidation.ValidateResetConfiguration(internal)
+}
+
+// Every document is checked by kubeadm's own validation too
+// (k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/validation, on the
+// document converted to kubeadm's internal types), so kubeboot accepts
+// nothing kubeadm refuses. kubeboot's own rules run first: they add what
+// kubeadm does not check (loopback advertise addresses, overlapping pod
+// and service subnets, a single-stack pod network, the embedded
+// Kubernetes version, flag names with dashes) and say what to do where
+// kubeadm only says a value is invalid. A kubeadm error on a field
+// kubeboot already reported is left out.
+func withKubeadm(ours, theirs field.ErrorList) field.ErrorList {
+	related := func(a, b string) bool {
+		return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(a, b+"[") || strings.HasPrefix(b, a+".") || strings.HasPrefix(b, a+"[")
+	}
+	out := ours
+	for _, e := range theirs {
+		if !slices.ContainsFunc(ours, func(o *field.Error) bool { return related(o.Field, e.Field) }) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func kubeadmClusterErrors(c *kubeadmv1.ClusterConfiguration) field.ErrorList {
+	internal := &kubeadmapi.ClusterConfiguration{}
+	if err := kubeadmscheme.Scheme.Convert(c, internal, nil); err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	return kubeadmvalidation.ValidateClusterConfiguration(internal)
+}
+
+// kubeadmInitErrors are kubeadm's rules for the InitConfiguration's own
+// fields (its ClusterConfiguration is another document here).
+func kubeadmInitErrors(c *kubeadmv1.InitConfiguration) field.ErrorList {
+	internal := &kubeadmapi.InitConfiguration{}
+	if err := kubeadmscheme.Scheme.Convert(c, internal, nil); err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	var errs field.ErrorList
+	errs = append(errs, kubeadmvalidation.ValidateNodeRegistrationOptions(&internal.NodeRegistration, field.NewPath("nodeRegistration"))...)
+	errs = append(errs, kubeadmvalidation.ValidateAPIEndpoint(&internal.LocalAPIEndpoint, field.NewPath("localAPIEndpoint"))...)
+	errs = append(errs, kubeadmvalidation.ValidateCertificateKey(internal.CertificateKey, field.NewPath("certificateKey"))...)
+	return errs
+}
+
+func kubeadmJoinErrors(c *kubeadmv1.JoinConfiguration) field.ErrorList {
+	internal := &kubeadmapi.JoinConfiguration{}
+	if err := kubeadmscheme.Scheme.Convert(c, internal, nil); err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	return kubeadmvalidation.ValidateJoinConfiguration(internal)
 }
