@@ -48,6 +48,15 @@ func (r Renderer) kubeconfig(file string) string {
 	return r.FS.Path(path.Join(kubeconfig.Dir, file))
 }
 
+// root is the --root of kubeboot's own components (netagent, the load
+// balancer, the approver): the node's root prefix.
+func (r Renderer) root() string {
+	if root := strings.TrimSuffix(r.FS.Path("/"), "/"); root != "" {
+		return root
+	}
+	return "/"
+}
+
 func (r Renderer) advertise() string { return r.Cfg.Init.LocalAPIEndpoint.AdvertiseAddress }
 
 func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
@@ -265,13 +274,9 @@ func (r Renderer) ServesTLSBootstrap() bool {
 // certificates (package csrapprover), as the controller-manager's
 // identity: it completes the controller-manager's CSR controllers.
 func (r Renderer) CSRApproverSpec() Spec {
-	root := strings.TrimSuffix(r.FS.Path("/"), "/")
-	if root == "" {
-		root = "/"
-	}
 	return Spec{
 		Name:  CSRApprover,
-		Args:  []string{"--root", root, "csr-approver", "--kubeconfig", r.kubeconfig("controller-manager.conf")},
+		Args:  []string{"--root", r.root(), "csr-approver", "--kubeconfig", r.kubeconfig("controller-manager.conf")},
 		After: []string{APIServer},
 	}
 }

@@ -3,7 +3,6 @@ package component
 import (
 	"fmt"
 	"path"
-	"strings"
 
 	"github.com/kubeboot/kubeboot/pkg/apilb"
 	"github.com/kubeboot/kubeboot/pkg/cpugroup"
@@ -108,14 +107,10 @@ func (r Renderer) KubeProxySpec() Spec {
 // configuration once the controller-manager has given the node a pod CIDR,
 // and routes the other nodes' pod CIDRs to them.
 func (r Renderer) NetAgentSpec() Spec {
-	root := strings.TrimSuffix(r.FS.Path("/"), "/")
-	if root == "" {
-		root = "/"
-	}
 	// On a control-plane node it starts with the API server ready, rather
 	// than failing against RBAC that is still being bootstrapped and then
 	// backing off.
-	args := []string{"--root", root, "netagent", "--node-name", r.Cfg.Init.NodeRegistration.Name,
+	args := []string{"--root", r.root(), "netagent", "--node-name", r.Cfg.Init.NodeRegistration.Name,
 		"--kubeconfig", r.FS.Path(node.KubeProxyConf)}
 	if pods := r.Cfg.Cluster.Networking.PodSubnet; pods != "" {
 		args = append(args, "--pod-subnets", pods)
@@ -132,14 +127,10 @@ func (r Renderer) NetAgentSpec() Spec {
 // It watches the API servers through itself, with kube-proxy.conf (the
 // node's own identity), once the kubelet's TLS bootstrap has made it.
 func (r Renderer) APIServerLBSpec(seed string) Spec {
-	root := strings.TrimSuffix(r.FS.Path("/"), "/")
-	if root == "" {
-		root = "/"
-	}
 	listen := fmt.Sprintf("127.0.0.1:%d", apilb.Port)
 	return Spec{
 		Name: APIServerLB,
-		Args: []string{"--root", root, "apiserver-lb", "--listen", listen, "--seed", seed,
+		Args: []string{"--root", r.root(), "apiserver-lb", "--listen", listen, "--seed", seed,
 			"--ca-file", r.FS.Path(path.Join(r.Cfg.Cluster.CertificatesDir, "ca.crt")), "--kubeconfig", r.FS.Path(node.KubeProxyConf)},
 		// Ready once it listens: the kubelet must start even when no API
 		// server answers yet (after a reboot, say).
