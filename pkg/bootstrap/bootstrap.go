@@ -124,7 +124,10 @@ var optionalCertFiles = []string{hardening.EncryptionConfigName}
 
 // UploadCerts encrypts the shared control-plane keys with the certificate
 // key into kube-system/kubeadm-certs, owned by a 2 h bootstrap token so
-// that the Secret is garbage-collected when the token expires.
+// that the Secret is garbage-collected when the token expires. The same
+// Secret as kubeadm's copycerts.UploadCerts (kubeadm's cryptoutil, names,
+// owner token), written by kubeboot because it carries one file more, the
+// encryption key of Secrets at rest, and reads under the root prefix.
 func UploadCerts(ctx context.Context, c kubernetes.Interface, fs fsys.FS, cfg *config.Config, certificateKey string) error {
 	key, err := hex.DecodeString(certificateKey)
 	if err != nil || len(key) != 32 {
