@@ -66,6 +66,7 @@ with every component embedded in this one binary and nothing to download.
 		newInitCommand(g, s),
 		newJoinCommand(g, s),
 		newConfigCommand(g, s),
+		newDevCommand(g, s),
 		newCertsCommand(g, s),
 		newKubeconfigCommand(g, s),
 		newTokenCommand(g, s),

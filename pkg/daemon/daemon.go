@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +70,31 @@ type StatusReport struct {
 	PID        int                 `json:"pid"`
 	Updated    time.Time           `json:"updated"`
 	Components []supervisor.Status `json:"components"`
+	// Env is the environment the daemon gives its components, and Dir
+	// their working directory (`kubeboot dev print` shows them).
+	Env []string `json:"env,omitempty"`
+	Dir string   `json:"dir,omitempty"`
+}
+
+// StateSwapped is the state of a component a developer runs in the
+// daemon's place (`kubeboot dev swap`).
+const StateSwapped = "swapped"
+
+// SwapDir holds a file per swapped component: the daemon does not run
+// those, and components that come After one treat it as running
+// elsewhere.
+const SwapDir = RunDir + "/swapped"
+
+// Swapped are the components swapped out on this node.
+func Swapped(fs fsys.FS) map[string]time.Time {
+	out := map[string]time.Time{}
+	entries, _ := os.ReadDir(fs.Path(SwapDir))
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil {
+			out[e.Name()] = info.ModTime()
+		}
+	}
+	return out
 }
 
 // lock takes the exclusive lock on the pid file. It fails when another
@@ -135,11 +162,18 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer) error {
 		fmt.Fprintf(logw, "%s %s\n", time.Now().Format(time.RFC3339Nano), fmt.Sprintf(format, args...))
 	}
 	var sup *supervisor.Supervisor
+	env := ComponentEnv(os.Environ())
+	// swapped is read and written by reload, on this goroutine, and read
+	// by writeStatus under statusMu.
+	swapped := map[string]time.Time{}
 	writeStatus := func() {
 		if sup == nil {
 			return
 		}
-		r := StatusReport{PID: os.Getpid(), Updated: time.Now(), Components: sup.Statuses()}
+		r := StatusReport{PID: os.Getpid(), Updated: time.Now(), Components: sup.Statuses(), Env: env, Dir: fs.Path("/")}
+		for name, since := range swapped {
+			r.Components = append(r.Components, supervisor.Status{Name: name, State: StateSwapped, Since: since})
+		}
 		b, _ := json.MarshalIndent(r, "", "  ")
 		_ = fsys.WriteFileAtomic(fs.Path(StatusFile), b, 0o644)
 	}
@@ -157,21 +191,45 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer) error {
 		OnChange: changed,
 		Started:  cpu.place,
 		LinkDir:  fs.Path(LinkDir),
-		Env:      ComponentEnv(os.Environ()),
+		Env:      env,
+		Dir:      fs.Path("/"),
 	})
 	store := component.Store{FS: fs}
 	var applied []byte
 	reload := func() {
-		specs, err := store.Load()
+		all, err := store.Load()
 		if err != nil {
 			logf("reading specs: %v", err)
 			return
 		}
-		b, _ := json.Marshal(specs)
+		nowSwapped := Swapped(fs)
+		var specs []component.Spec
+		for _, s := range all {
+			if _, ok := nowSwapped[s.Name]; !ok {
+				specs = append(specs, s)
+			}
+		}
+		b, _ := json.Marshal(struct {
+			Specs   []component.Spec
+			Swapped map[string]time.Time
+		}{specs, nowSwapped})
 		if string(b) == string(applied) {
 			return
 		}
 		applied = b
+		statusMu.Lock()
+		for name := range nowSwapped {
+			if _, ok := swapped[name]; !ok {
+				logf("%s is swapped out: a process of the developer's runs in its place", name)
+			}
+		}
+		for name := range swapped {
+			if _, ok := nowSwapped[name]; !ok {
+				logf("%s is handed back to the daemon", name)
+			}
+		}
+		swapped = nowSwapped
+		statusMu.Unlock()
 		names := make([]string, len(specs))
 		for i, s := range specs {
 			names[i] = s.Name
@@ -319,4 +377,66 @@ func StopComponent(ctx context.Context, fs fsys.FS, name string, timeout time.Du
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("the kubeboot daemon did not stop %s within %s", name, timeout)
+}
+
+// Swap hands one component's slot to a developer's own process: the
+// daemon stops it and does not restart it until Restore, and components
+// that come After it treat it as running elsewhere. It returns once the
+// daemon's status shows the component swapped out.
+func Swap(ctx context.Context, fs fsys.FS, name string, timeout time.Duration) error {
+	if !fsys.Exists(fs, component.SpecPath(name)) {
+		return fmt.Errorf("this node runs no component %q (no spec %s)", name, fs.Path(component.SpecPath(name)))
+	}
+	if Running(fs) == 0 {
+		return fmt.Errorf("the kubeboot daemon is not running for %s", fs.Path("/"))
+	}
+	if err := os.MkdirAll(fs.Path(SwapDir), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(fs.Path(path.Join(SwapDir, name)), nil, 0o644); err != nil {
+		return err
+	}
+	return signalAndWait(ctx, fs, timeout, "swap out "+name, func(c supervisor.Status) bool {
+		return c.Name == name && c.State == StateSwapped
+	})
+}
+
+// Restore hands a swapped component back to the daemon and waits until
+// it is ready.
+func Restore(ctx context.Context, fs fsys.FS, name string, timeout time.Duration) error {
+	if err := os.Remove(fs.Path(path.Join(SwapDir, name))); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("%s is not swapped out on this node", name)
+	} else if err != nil {
+		return err
+	}
+	if Running(fs) == 0 {
+		return nil
+	}
+	return signalAndWait(ctx, fs, timeout, "run "+name+" again", func(c supervisor.Status) bool {
+		return c.Name == name && c.State != StateSwapped && c.Ready
+	})
+}
+
+// signalAndWait tells the daemon to re-read its specs and waits for a
+// status written after that in which some component satisfies ok.
+func signalAndWait(ctx context.Context, fs fsys.FS, timeout time.Duration, what string, ok func(supervisor.Status) bool) error {
+	pid := Running(fs)
+	if pid == 0 {
+		return fmt.Errorf("the kubeboot daemon is not running for %s", fs.Path("/"))
+	}
+	sent := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		return err
+	}
+	deadline := sent.Add(timeout)
+	for time.Now().Before(deadline) {
+		if r, err := ReadStatus(fs); err == nil && r.Updated.After(sent) && slices.ContainsFunc(r.Components, ok) {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("the kubeboot daemon did not %s within %s; see %s", what, timeout, fs.Path(LogFile))
 }

@@ -65,6 +65,9 @@ type Options struct {
 	LinkDir string
 	// Env is every component's whole environment; nil means none.
 	Env []string
+	// Dir is every component's working directory; empty means the
+	// supervisor's own.
+	Dir string
 }
 
 // Supervisor runs a set of components.
@@ -299,6 +302,7 @@ func (s *Supervisor) runOnce(ctx context.Context, p *proc) string {
 		exe = link
 	}
 	cmd := &exec.Cmd{
+		Dir:  s.opts.Dir,
 		Path: exe,
 		Args: append([]string{p.spec.Name}, p.spec.Args...),
 		Env:  append([]string{}, s.opts.Env...),

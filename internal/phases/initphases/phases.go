@@ -56,6 +56,10 @@ type Data struct {
 	SingleNode bool
 	// Hardened lists the settings --hardened added, for the log.
 	Hardened []string
+	// ControlPlaneOnly brings up the control plane without the node side
+	// (`kubeboot dev up --mode control-plane`): no kubelet to check for or
+	// wait for, and no root privileges needed.
+	ControlPlaneOnly bool
 
 	client kubernetes.Interface
 }
@@ -188,7 +192,10 @@ func Phases() []phase {
 func runPreflight(_ context.Context, d *Data) error {
 	d.Logf("[preflight] Running pre-flight checks")
 	c := d.Cfg
-	checks := []preflight.Check{preflight.IsPrivilegedUser()}
+	var checks []preflight.Check
+	if !d.ControlPlaneOnly {
+		checks = append(checks, preflight.IsPrivilegedUser())
+	}
 	// The ports the components will listen on, from their final flags.
 	r := d.Renderer()
 	checks = append(checks, component.PortChecks(r.Specs(component.RoleControlPlane))...)
@@ -198,7 +205,9 @@ func runPreflight(_ context.Context, d *Data) error {
 	if c.Cluster.Etcd.Local != nil {
 		checks = append(checks, preflight.DirAvailable(d.FS, c.Cluster.Etcd.Local.DataDir))
 	}
-	checks = append(checks, d.Checks()...)
+	if !d.ControlPlaneOnly {
+		checks = append(checks, d.Checks()...)
+	}
 	ignore := append(append([]string(nil), d.IgnorePreflightErrors...), c.Init.NodeRegistration.IgnorePreflightErrors...)
 	return preflight.Run(checks, ignore, d.Out)
 }
@@ -264,8 +273,10 @@ func controlPlane(render func(component.Renderer) component.Spec) func(context.C
 func runWaitControlPlane(ctx context.Context, d *Data) error {
 	r := d.Renderer()
 	d.Logf("[control-plane-check] Waiting for healthy control plane components. This can take up to %s", d.Cfg.Init.Timeouts.ControlPlaneComponentHealthCheck.Duration)
-	if err := d.waitKubelet(ctx); err != nil {
-		return err
+	if !d.ControlPlaneOnly {
+		if err := d.waitKubelet(ctx); err != nil {
+			return err
+		}
 	}
 	for _, spec := range r.Specs(component.RoleControlPlane) {
 		if err := d.Wait(ctx, "control-plane-check", spec); err != nil {

@@ -1,0 +1,261 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path"
+	"path/filepath"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kubeboot/kubeboot/internal/phases/initphases"
+	"github.com/kubeboot/kubeboot/internal/workflow"
+	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/daemon"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+)
+
+// The dev up modes, as local-up-cluster.sh's.
+const (
+	modeAll          = "all"
+	modeControlPlane = "control-plane"
+)
+
+// preserved are the node paths --preserve-data keeps for the next dev up:
+// etcd's data and the certificates and keys that make sense of it (the
+// service-account key signed its tokens, the CA its kubeconfigs).
+var preserved = []string{"/var/lib/etcd", "/etc/kubernetes/pki"}
+
+func newDevUpCommand(g *GlobalFlags, s Streams) *cobra.Command {
+	var mode, advertise, nodeName string
+	var preserve bool
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Run a local cluster in the foreground; Ctrl-C stops and removes it",
+		Long: `Run a local cluster in the foreground, as hack/local-up-cluster.sh does, under
+its own root (default: kubeboot/dev in your cache directory, or --root).
+
+  --mode all            control plane and node (kubelet, containerd, CNI,
+                        kube-proxy, CoreDNS): needs root, as kubeboot init
+  --mode control-plane  etcd, API server, controller-manager and scheduler
+                        only: no root privileges needed
+
+It lists each component's log, warns when a component dies (the node daemon
+restarts it), and prints the KUBECONFIG to use. Ctrl-C stops everything and
+removes the root; --preserve-data keeps etcd's data and the certificates for
+the next dev up. ` + "`kubeboot dev print`, `dev swap` and `dev restore`" + ` work on it
+with the same --root.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if mode != modeAll && mode != modeControlPlane {
+				return fmt.Errorf("--mode %q: use %s or %s", mode, modeAll, modeControlPlane)
+			}
+			ownRoot := !cmd.Flags().Changed("root")
+			if ownRoot {
+				root, err := devRoot()
+				if err != nil {
+					return fmt.Errorf("finding your cache directory for the dev root (give --root): %w", err)
+				}
+				g.Root = root
+			}
+			return devUp(cmd.Context(), g, s, devUpOptions{mode: mode, advertise: advertise, nodeName: nodeName, preserve: preserve, ownRoot: ownRoot})
+		},
+	}
+	cmd.Flags().StringVar(&mode, "mode", modeAll, "all (control plane and node, needs root) or control-plane (no root needed)")
+	cmd.Flags().BoolVar(&preserve, "preserve-data", false, "On Ctrl-C, keep etcd's data and the certificates for the next dev up")
+	cmd.Flags().StringVar(&advertise, "apiserver-advertise-address", "", "The API server's address (default: the address of the default-route interface)")
+	cmd.Flags().StringVar(&nodeName, "node-name", "", "The node's name (default: the hostname)")
+	return cmd
+}
+
+type devUpOptions struct {
+	mode, advertise, nodeName string
+	preserve, ownRoot         bool
+}
+
+func devUp(parent context.Context, g *GlobalFlags, s Streams, o devUpOptions) error {
+	fs := fsys.NewRoot(g.Root)
+	if err := os.MkdirAll(g.Root, 0o755); err != nil {
+		return err
+	}
+	// init's own flags and configuration, as `kubeboot init` would take
+	// them on the command line.
+	opts := &initOptions{}
+	flags := pflag.NewFlagSet("dev up", pflag.ContinueOnError)
+	opts.addFlags(flags)
+	args := []string{}
+	if o.advertise != "" {
+		args = append(args, "--apiserver-advertise-address", o.advertise)
+	}
+	if o.nodeName != "" {
+		args = append(args, "--node-name", o.nodeName)
+	}
+	if o.mode == modeAll {
+		args = append(args, "--single-node")
+	}
+	var reused []string
+	for _, p := range preserved {
+		if entries, err := os.ReadDir(fs.Path(p)); err == nil && len(entries) > 0 {
+			reused = append(reused, p)
+		}
+	}
+	if len(reused) > 0 {
+		// A preserved etcd data dir is the point, not an error.
+		args = append(args, "--ignore-preflight-errors", "DirAvailable--var-lib-etcd")
+	}
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	d, wo, err := opts.build(g, s, flags)
+	if err != nil {
+		return err
+	}
+	d.ControlPlaneOnly = o.mode == modeControlPlane
+	wo.Skip = append(wo.Skip, "show-join-command")
+	if d.ControlPlaneOnly {
+		wo.Skip = append(wo.Skip, "kubelet-start", "mark-control-plane", "kubelet-finalize", "addon")
+	}
+	runner := &workflow.Runner[*initphases.Data]{Phases: initphases.Phases()}
+	if err := runner.Validate(wo); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.Out, "[dev] A %s cluster under %s\n", o.mode, g.Root)
+	if len(reused) > 0 {
+		fmt.Fprintf(s.Out, "[dev] Using the data a previous `dev up --preserve-data` kept: %v\n", reused)
+	}
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	d.PrepareKeys()
+	runErr := runner.Run(ctx, d, wo)
+	if runErr == nil {
+		printDevStatus(s, fs)
+		fmt.Fprintf(s.Out, "\n[dev] The cluster is up. To use it:\n\nexport KUBECONFIG=%s\n\n", fs.Path(path.Join(kubeconfig.Dir, "admin.conf")))
+		fmt.Fprintf(s.Out, "[dev] `kubeboot dev print --root %s` prints how to run any component by hand. Ctrl-C stops and removes the cluster", g.Root)
+		if o.preserve {
+			fmt.Fprint(s.Out, ", keeping etcd's data and the certificates")
+		}
+		fmt.Fprintln(s.Out)
+		watchComponents(ctx, s, fs)
+	}
+	fmt.Fprintln(s.Out, "[dev] Stopping the cluster")
+	if err := devDown(s, g, fs, o); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if runErr != nil && ctx.Err() == nil {
+		return runErr
+	}
+	return nil
+}
+
+// printDevStatus lists the components and their logs.
+func printDevStatus(s Streams, fs fsys.FS) {
+	r, err := daemon.ReadStatus(fs)
+	if err != nil {
+		return
+	}
+	fmt.Fprintln(s.Out, "[dev] Components and their logs:")
+	w := tabwriter.NewWriter(s.Out, 4, 4, 2, ' ', 0)
+	for _, c := range r.Components {
+		fmt.Fprintf(w, "  %s\t%s\t%s\n", c.Name, c.State, c.LogFile)
+	}
+	w.Flush()
+}
+
+// watchComponents warns, until ctx ends, whenever a component exits.
+func watchComponents(ctx context.Context, s Streams, fs fsys.FS) {
+	restarts := map[string]int{}
+	if r, err := daemon.ReadStatus(fs); err == nil {
+		for _, c := range r.Components {
+			restarts[c.Name] = c.Restarts
+		}
+	}
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if daemon.Running(fs) == 0 {
+			fmt.Fprintf(s.Out, "[dev] WARNING: the node daemon is gone; see %s\n", fs.Path(daemon.LogFile))
+			return
+		}
+		r, err := daemon.ReadStatus(fs)
+		if err != nil {
+			continue
+		}
+		for _, c := range r.Components {
+			if c.Restarts > restarts[c.Name] {
+				fmt.Fprintf(s.Out, "[dev] WARNING: %s exited (%s); the node daemon restarts it. Its log: %s\n", c.Name, c.LastExit, c.LogFile)
+			}
+			restarts[c.Name] = c.Restarts
+		}
+	}
+}
+
+// devDown stops everything dev up started and removes its root, but for
+// the preserved data when asked.
+func devDown(s Streams, g *GlobalFlags, fs fsys.FS, o devUpOptions) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	keep := g.Root + ".preserved"
+	if o.preserve {
+		// etcd first, so that its data is consistent when moved.
+		if err := daemon.StopComponent(ctx, fs, component.Etcd, time.Minute); err != nil {
+			return err
+		}
+		for _, p := range preserved {
+			if _, err := os.Stat(fs.Path(p)); err != nil {
+				continue
+			}
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(keep, p)), 0o700); err != nil {
+				return err
+			}
+			if err := os.Rename(fs.Path(p), filepath.Join(keep, p)); err != nil {
+				return err
+			}
+		}
+	}
+	if o.mode == modeAll {
+		// The node side leaves containers, mounts, iptables rules and
+		// cgroups: reset knows them.
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		c := exec.CommandContext(ctx, exe, "--root", g.Root, "reset", "--force")
+		c.Stdout, c.Stderr = s.Out, s.Err
+		if err := c.Run(); err != nil {
+			return fmt.Errorf("kubeboot reset: %w", err)
+		}
+	} else if err := daemon.Stop(ctx, fs, 2*time.Minute, func(d time.Duration) {
+		fmt.Fprintf(s.Out, "[dev] Still stopping (%s)\n", d.Round(time.Second))
+	}); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(g.Root); err != nil {
+		return err
+	}
+	if o.preserve {
+		if err := os.Rename(keep, g.Root); err != nil {
+			return err
+		}
+		fmt.Fprintf(s.Out, "[dev] Removed the cluster; kept %v under %s for the next dev up\n", preserved, g.Root)
+		return nil
+	}
+	if o.ownRoot {
+		os.Remove(filepath.Dir(g.Root)) // the kubeboot cache directory, when empty
+	}
+	fmt.Fprintf(s.Out, "[dev] Removed %s\n", g.Root)
+	return nil
+}

@@ -1,0 +1,301 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kubeboot/kubeboot/pkg/daemon"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/images"
+	"github.com/kubeboot/kubeboot/test/nethost"
+)
+
+// lockedBuffer collects a running command's output.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// processesNaming lists the live processes whose command line names s.
+func processesNaming(s string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+func uidOf(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[0] == "Uid:" {
+			return f[1]
+		}
+	}
+	return ""
+}
+
+// TestDevUpUnprivileged runs `kubeboot dev up --mode control-plane` as
+// nobody with the default root (under the user's cache directory): the
+// API server answers and takes a namespace, the components run as nobody,
+// a killed component is warned about and restarted, and Ctrl-C leaves no
+// process and no file.
+func TestDevUpUnprivileged(t *testing.T) {
+	requireE2E(t)
+	h := newHost(t, "kbe2e-dev", "10.213.0.2")
+	home := filepath.Join(t.TempDir(), "home")
+	for d := home; d != "/"; d = filepath.Dir(d) {
+		if d == home {
+			os.MkdirAll(d, 0o755)
+			os.Chown(d, 65534, 65534)
+		} else if st, err := os.Stat(d); err == nil && st.Mode().Perm()&0o001 == 0 {
+			os.Chmod(d, st.Mode().Perm()|0o711) // nobody must reach its home
+		}
+	}
+	root := filepath.Join(home, ".cache", "kubeboot", "dev")
+	cmd := h.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", h.Binary, "dev", "up", "--mode", "control-plane", "--node-name", "dev")
+	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
+	var out lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	if err := nethost.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stopped := false
+	defer func() {
+		if !stopped {
+			cmd.Process.Signal(os.Interrupt)
+			select {
+			case <-exited:
+			case <-time.After(time.Minute):
+				cmd.Process.Kill()
+			}
+			for _, pid := range processesNaming(root) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			os.RemoveAll(root)
+			t.Logf("dev up's output:\n%s", out.String())
+		}
+	}()
+	eventually(t, 2*time.Minute, 200*time.Millisecond, "dev up prints the KUBECONFIG", func() error {
+		select {
+		case err := <-exited:
+			t.Fatalf("dev up exited: %v\n%s", err, out.String())
+		default:
+		}
+		if !strings.Contains(out.String(), "export KUBECONFIG="+root+"/etc/kubernetes/admin.conf") {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	t.Logf("dev up --mode control-plane, unprivileged: up after %s", time.Since(start).Round(time.Millisecond))
+	for _, want := range []string{"kube-apiserver", root + "/var/log/kubeboot/kube-apiserver.log", root + "/var/log/kubeboot/etcd.log"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("dev up does not list %s:\n%s", want, out.String())
+		}
+	}
+	kc := filepath.Join(root, "etc/kubernetes/admin.conf")
+	kubectlDev := func(args ...string) string {
+		t.Helper()
+		o, err := nethost.Run(h.Command(h.Binary, append([]string{"kubectl", "--kubeconfig", kc}, args...)...))
+		if err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, o)
+		}
+		return o
+	}
+	if o := kubectlDev("get", "--raw", "/readyz"); strings.TrimSpace(o) != "ok" {
+		t.Errorf("/readyz: %q", o)
+	}
+	kubectlDev("create", "namespace", "dev-test")
+
+	r, err := daemon.ReadStatus(fsys.NewRoot(root))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var scheduler int
+	for _, c := range r.Components {
+		if uid := uidOf(c.PID); uid != "65534" {
+			t.Errorf("%s (pid %d) runs as uid %q, want nobody's", c.Name, c.PID, uid)
+		}
+		if c.Name == "kube-scheduler" {
+			scheduler = c.PID
+		}
+	}
+	if scheduler == 0 {
+		t.Fatalf("no kube-scheduler in %+v", r.Components)
+	}
+	syscall.Kill(scheduler, syscall.SIGKILL)
+	eventually(t, 30*time.Second, 200*time.Millisecond, "a warning for the killed scheduler, and its restart", func() error {
+		if !strings.Contains(out.String(), "[dev] WARNING: kube-scheduler exited") {
+			return fmt.Errorf("no warning yet")
+		}
+		r, err := daemon.ReadStatus(fsys.NewRoot(root))
+		if err != nil {
+			return err
+		}
+		for _, c := range r.Components {
+			if c.Name == "kube-scheduler" && c.Ready && c.PID != scheduler && c.Restarts == 1 {
+				return nil
+			}
+		}
+		return fmt.Errorf("not restarted yet")
+	})
+
+	stopped = true
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("dev up after Ctrl-C: %v\n%s", err, out.String())
+		}
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("dev up did not stop after Ctrl-C:\n%s", out.String())
+	}
+	if pids := processesNaming(root); len(pids) > 0 {
+		t.Errorf("processes left after Ctrl-C: %v", pids)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".cache", "kubeboot")); !os.IsNotExist(err) {
+		t.Errorf("files left after Ctrl-C: %v", listAll(filepath.Join(home, ".cache")))
+	}
+	t.Logf("dev up's output:\n%s", out.String())
+}
+
+// TestDevSwap swaps the scheduler of a real single-node cluster for a
+// process started exactly as `dev print --format shell` prints it (with
+// kubeboot's binary as the upstream kube-scheduler), checks that it
+// schedules a pod, then hands the slot back.
+func TestDevSwap(t *testing.T) {
+	requireE2E(t)
+	if n := len(podProcesses()); n != 0 {
+		t.Fatalf("%d pod processes run on this machine already", n)
+	}
+	h := newHost(t, "kbe2e-swap", "10.214.0.2")
+	kb(t, h, "init", "--node-name", "swap", "--single-node", "--skip-phases", "addon/coredns")
+	printed := kb(t, h, "dev", "print", "--format", "shell", "kube-scheduler")
+	if !strings.Contains(printed, "kube-scheduler \\\n") || !strings.Contains(printed, "--kubeconfig="+h.Root+"/etc/kubernetes/scheduler.conf") {
+		t.Fatalf("dev print:\n%s", printed)
+	}
+	for _, f := range []string{"json", "vscode", "goland", "dlv"} {
+		o := kb(t, h, "dev", "print", "--format", f, "kube-scheduler")
+		if f == "json" || f == "vscode" {
+			var v any
+			if err := json.Unmarshal([]byte(o), &v); err != nil {
+				t.Errorf("--format %s is not JSON: %v\n%s", f, err, o)
+			}
+		}
+	}
+
+	// The swap waits for our process to answer the probe.
+	swap := h.Kubeboot("dev", "swap", "kube-scheduler")
+	var swapOut lockedBuffer
+	swap.Stdout, swap.Stderr = &swapOut, &swapOut
+	if err := nethost.Start(swap); err != nil {
+		t.Fatal(err)
+	}
+	swapDone := make(chan error, 1)
+	go func() { swapDone <- swap.Wait() }()
+	eventually(t, 30*time.Second, 100*time.Millisecond, "the daemon hands the slot over", func() error {
+		if !strings.Contains(swapOut.String(), "Waiting for your kube-scheduler") {
+			return fmt.Errorf("not yet: %s", swapOut.String())
+		}
+		return nil
+	})
+	if st := kb(t, h, "status"); !strings.Contains(grepLines(st, "kube-scheduler"), "swapped") {
+		t.Errorf("status does not show the scheduler swapped:\n%s", st)
+	}
+	pod := func(name string) {
+		f := filepath.Join(t.TempDir(), name+".yaml")
+		os.WriteFile(f, []byte(fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\nspec:\n  containers: [{name: c, image: %s, imagePullPolicy: IfNotPresent}]\n", name, images.TestServer)), 0o644)
+		kubectl(t, h, "create", "-f", f)
+	}
+	scheduled := func(name string) func() error {
+		return func() error {
+			o, err := kubectlErr(h, "get", "pod", name, "-o", "jsonpath={.spec.nodeName}")
+			if err != nil || strings.TrimSpace(o) != "swap" {
+				return fmt.Errorf("not scheduled: %q %v", o, err)
+			}
+			return nil
+		}
+	}
+	pod("before")
+	time.Sleep(2 * time.Second)
+	if scheduled("before")() == nil {
+		t.Fatal("a pod was scheduled while no scheduler ran")
+	}
+
+	// Ours, exactly as printed, kubeboot's binary standing in for the
+	// upstream kube-scheduler.
+	bin := t.TempDir()
+	if err := os.Symlink(h.Binary, filepath.Join(bin, "kube-scheduler")); err != nil {
+		t.Fatal(err)
+	}
+	script := strings.Join(strings.Split(printed, "\n")[1:], "\n") // without the comment line
+	mine := h.Command("sh", "-c", script)
+	mine.Env = []string{"PATH=" + bin + ":" + os.Getenv("PATH")}
+	mine.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var mineOut lockedBuffer
+	mine.Stdout, mine.Stderr = &mineOut, &mineOut
+	if err := nethost.Start(mine); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(-mine.Process.Pid, syscall.SIGKILL)
+	select {
+	case err := <-swapDone:
+		if err != nil || !strings.Contains(swapOut.String(), "Your kube-scheduler answers its readiness probe") {
+			t.Fatalf("dev swap: %v\n%s\nour scheduler:\n%s", err, swapOut.String(), lastLines(mineOut.String(), 20))
+		}
+	case <-time.After(90 * time.Second):
+		swap.Process.Kill()
+		t.Fatalf("dev swap did not see our scheduler:\n%s\nour scheduler:\n%s", swapOut.String(), lastLines(mineOut.String(), 20))
+	}
+	took := eventually(t, 60*time.Second, 200*time.Millisecond, "our scheduler schedules the pod", scheduled("before"))
+	t.Logf("our kube-scheduler scheduled the pod %s after it answered", took.Round(time.Millisecond))
+
+	// Back to the daemon.
+	syscall.Kill(-mine.Process.Pid, syscall.SIGTERM)
+	mine.Wait()
+	o := kb(t, h, "dev", "restore", "kube-scheduler")
+	if !strings.Contains(o, "runs kube-scheduler again") {
+		t.Errorf("dev restore: %s", o)
+	}
+	r := readStatus(t, h)
+	for _, c := range r.Components {
+		if c.Name == "kube-scheduler" && (c.State == daemon.StateSwapped || c.PID == 0) {
+			t.Errorf("after restore: %+v", c)
+		}
+	}
+	pod("after")
+	eventually(t, 60*time.Second, 200*time.Millisecond, "the daemon's scheduler schedules the next pod", scheduled("after"))
+}
