@@ -92,7 +92,7 @@ func TestConfigRules(t *testing.T) {
 		{"version label", cluster("kubernetesVersion: stable-1\n"), []string{"kubernetesVersion", "Unsupported value"}},
 		{"bad token in file", init("bootstrapTokens:\n- token: abc.def\n"), []string{"document 1 (InitConfiguration", "abc.def"}},
 		{"bad token usage", init("bootstrapTokens:\n- token: abcdef.0123456789abcdef\n  usages: [fly]\n"), []string{"bootstrapTokens.0.usages", "invalid bootstrap token usage string: fly"}}, // kubeadm's rule and words
-		{"unknown encryption algorithm", cluster("encryptionAlgorithm: RSA-1024\n"), []string{"encryptionAlgorithm", "Invalid encryption algorithm", "RSA-1024", "ECDSA-P256"}}, // kubeadm's
+		{"unknown encryption algorithm", cluster("encryptionAlgorithm: RSA-1024\n"), []string{"encryptionAlgorithm", "Invalid encryption algorithm", "RSA-1024", "ECDSA-P256"}},               // kubeadm's
 		// Rules only kubeadm's validation has, run by kubeboot too.
 		{"pod subnet smaller than a node's", cluster("networking:\n  podSubnet: 10.244.0.0/25\n"), []string{"networking.podSubnet", "smaller than the size of node subnet"}},
 		{"token TTL and expiry both", init("bootstrapTokens:\n- token: abcdef.0123456789abcdef\n  ttl: 1h\n  expires: \"2030-01-01T00:00:00Z\"\n"), []string{"bootstrapTokens.0", "mutually exclusive"}},
