@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"path"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -28,6 +29,7 @@ import (
 const (
 	modeAll          = "all"
 	modeControlPlane = "control-plane"
+	modeNode         = "node"
 )
 
 // preserved are the node paths --preserve-data keeps for the next dev up:
@@ -36,7 +38,7 @@ const (
 var preserved = []string{"/var/lib/etcd", "/etc/kubernetes/pki"}
 
 func newDevUpCommand(g *GlobalFlags, s Streams) *cobra.Command {
-	var mode, advertise, nodeName string
+	var mode, advertise, nodeName, cpRoot string
 	var preserve bool
 	cmd := &cobra.Command{
 		Use:   "up",
@@ -48,6 +50,9 @@ its own root (default: kubeboot/dev in your cache directory, or --root).
                         kube-proxy, CoreDNS): needs root, as kubeboot init
   --mode control-plane  etcd, API server, controller-manager and scheduler
                         only: no root privileges needed
+  --mode node           a node (kubelet, containerd, CNI, kube-proxy) joined
+                        to the control plane of a dev up --mode control-plane
+                        (--control-plane-root): needs root
 
 It lists each component's log, warns when a component dies (the node daemon
 restarts it), and prints the KUBECONFIG to use. Ctrl-C stops everything and
@@ -56,16 +61,30 @@ the next dev up. ` + "`kubeboot dev print`, `dev swap` and `dev restore`" + ` wo
 with the same --root.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if mode != modeAll && mode != modeControlPlane {
-				return fmt.Errorf("--mode %q: use %s or %s", mode, modeAll, modeControlPlane)
+			if mode != modeAll && mode != modeControlPlane && mode != modeNode {
+				return fmt.Errorf("--mode %q: use %s, %s or %s", mode, modeAll, modeControlPlane, modeNode)
 			}
 			ownRoot := !cmd.Flags().Changed("root")
-			if ownRoot {
+			if ownRoot || (mode == modeNode && cpRoot == "") {
 				root, err := devRoot()
 				if err != nil {
 					return fmt.Errorf("finding your cache directory for the dev root (give --root): %w", err)
 				}
-				g.Root = root
+				if cpRoot == "" {
+					cpRoot = root
+				}
+				if ownRoot {
+					g.Root = root
+					if mode == modeNode {
+						g.Root = root + "-node"
+					}
+				}
+			}
+			if mode == modeNode {
+				if preserve {
+					return fmt.Errorf("--preserve-data: a node keeps no data of its own (etcd's is the control plane's)")
+				}
+				return devUpNode(cmd.Context(), g, s, cpRoot, nodeName, ownRoot)
 			}
 			return devUp(cmd.Context(), g, s, devUpOptions{mode: mode, advertise: advertise, nodeName: nodeName, preserve: preserve, ownRoot: ownRoot})
 		},
@@ -74,6 +93,7 @@ with the same --root.`,
 	cmd.Flags().BoolVar(&preserve, "preserve-data", false, "On Ctrl-C, keep etcd's data and the certificates for the next dev up")
 	cmd.Flags().StringVar(&advertise, "apiserver-advertise-address", "", "The API server's address (default: the address of the default-route interface)")
 	cmd.Flags().StringVar(&nodeName, "node-name", "", "The node's name (default: the hostname)")
+	cmd.Flags().StringVar(&cpRoot, "control-plane-root", "", "With --mode node: the root of the dev up --mode control-plane to join (default: kubeboot/dev in your cache directory)")
 	return cmd
 }
 
@@ -122,7 +142,9 @@ func devUp(parent context.Context, g *GlobalFlags, s Streams, o devUpOptions) er
 	d.ControlPlaneOnly = o.mode == modeControlPlane
 	wo.Skip = append(wo.Skip, "show-join-command")
 	if d.ControlPlaneOnly {
-		wo.Skip = append(wo.Skip, "kubelet-start", "mark-control-plane", "kubelet-finalize", "addon")
+		// kube-proxy's add-on only stores its configuration, for nodes that
+		// join (dev up --mode node).
+		wo.Skip = append(wo.Skip, "kubelet-start", "mark-control-plane", "kubelet-finalize", "addon/coredns")
 	}
 	runner := &workflow.Runner[*initphases.Data]{Phases: initphases.Phases()}
 	if err := runner.Validate(wo); err != nil {
@@ -226,7 +248,7 @@ func devDown(s Streams, g *GlobalFlags, fs fsys.FS, o devUpOptions) error {
 			}
 		}
 	}
-	if o.mode == modeAll {
+	if o.mode == modeAll || o.mode == modeNode {
 		// The node side leaves containers, mounts, iptables rules and
 		// cgroups: reset knows them.
 		exe, err := os.Executable()
@@ -257,5 +279,51 @@ func devDown(s Streams, g *GlobalFlags, fs fsys.FS, o devUpOptions) error {
 		os.Remove(filepath.Dir(g.Root)) // the kubeboot cache directory, when empty
 	}
 	fmt.Fprintf(s.Out, "[dev] Removed %s\n", g.Root)
+	return nil
+}
+
+// devUpNode joins a node to a dev control plane: a token from its
+// admin.conf, then kubeboot join, as an operator would type them.
+func devUpNode(parent context.Context, g *GlobalFlags, s Streams, cpRoot, nodeName string, ownRoot bool) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	admin := filepath.Join(cpRoot, "etc/kubernetes/admin.conf")
+	if _, err := os.Stat(admin); err != nil {
+		return fmt.Errorf("no control plane to join under %s (%v): start one with `kubeboot dev up --mode control-plane`, or give --control-plane-root", cpRoot, err)
+	}
+	out, err := exec.Command(exe, "token", "create", "--ttl", "1h", "--description", "kubeboot dev up --mode node",
+		"--print-join-command", "--kubeconfig", admin).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("creating a bootstrap token with %s: %v\n%s", admin, err, out)
+	}
+	join := strings.Fields(strings.ReplaceAll(string(out), "\\", " "))
+	if len(join) < 3 || join[0] != "kubeboot" || join[1] != "join" {
+		return fmt.Errorf("unexpected join command: %s", out)
+	}
+	args := append([]string{"--root", g.Root}, join[1:]...)
+	if nodeName != "" {
+		args = append(args, "--node-name", nodeName)
+	}
+	fmt.Fprintf(s.Out, "[dev] A node under %s, joining the control plane of %s\n", g.Root, cpRoot)
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c := exec.Command(exe, args...)
+	c.Stdout, c.Stderr = s.Out, s.Err
+	runErr := c.Run()
+	fs := fsys.NewRoot(g.Root)
+	if runErr == nil && ctx.Err() == nil {
+		printDevStatus(s, fs)
+		fmt.Fprintf(s.Out, "\n[dev] The node runs. Ctrl-C takes it out of the cluster and removes it\n")
+		watchComponents(ctx, s, fs)
+	}
+	fmt.Fprintln(s.Out, "[dev] Stopping the node")
+	if err := devDown(s, g, fs, devUpOptions{mode: modeNode, ownRoot: ownRoot}); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if runErr != nil && ctx.Err() == nil {
+		return fmt.Errorf("kubeboot join: %w", runErr)
+	}
 	return nil
 }

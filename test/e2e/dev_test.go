@@ -64,13 +64,17 @@ func uidOf(pid int) string {
 	return ""
 }
 
-// TestDevUpUnprivileged runs `kubeboot dev up --mode control-plane` as
-// nobody with the default root (under the user's cache directory): the
-// API server answers and takes a namespace, the components run as nobody,
-// a killed component is warned about and restarted, and Ctrl-C leaves no
-// process and no file.
-func TestDevUpUnprivileged(t *testing.T) {
+// TestDevUp runs `kubeboot dev up --mode control-plane` as nobody with
+// the default root (under the user's cache directory): the API server
+// answers and takes a namespace, the components run as nobody, a killed
+// component is warned about and restarted, a `dev up --mode node` (as
+// root) joins it and leaves on Ctrl-C, and Ctrl-C leaves no process and
+// no file.
+func TestDevUp(t *testing.T) {
 	requireE2E(t)
+	if n := len(podProcesses()); n != 0 {
+		t.Fatalf("%d pod processes run on this machine already", n)
+	}
 	h := newHost(t, "kbe2e-dev", "10.213.0.2")
 	home := filepath.Join(t.TempDir(), "home")
 	for d := home; d != "/"; d = filepath.Dir(d) {
@@ -170,6 +174,65 @@ func TestDevUpUnprivileged(t *testing.T) {
 			}
 		}
 		return fmt.Errorf("not restarted yet")
+	})
+
+	t.Run("a node joins", func(t *testing.T) {
+		nodeRoot := filepath.Join(t.TempDir(), "node")
+		n := h.Command(h.Binary, "--root", nodeRoot, "dev", "up", "--mode", "node", "--control-plane-root", root, "--node-name", "devnode")
+		var nout lockedBuffer
+		n.Stdout, n.Stderr = &nout, &nout
+		start := time.Now()
+		if err := nethost.Start(n); err != nil {
+			t.Fatal(err)
+		}
+		nexited := make(chan error, 1)
+		go func() { nexited <- n.Wait() }()
+		nstopped := false
+		defer func() {
+			if !nstopped {
+				n.Process.Signal(os.Interrupt)
+				select {
+				case <-nexited:
+				case <-time.After(2 * time.Minute):
+					n.Process.Kill()
+				}
+			}
+			if t.Failed() {
+				nethost.Run(h.Kubeboot("--root", nodeRoot, "reset", "--force")) //nolint:errcheck
+				t.Logf("dev up --mode node:\n%s", nout.String())
+			}
+		}()
+		eventually(t, 2*time.Minute, 200*time.Millisecond, "the node joins and is Ready", func() error {
+			select {
+			case err := <-nexited:
+				t.Fatalf("dev up --mode node exited: %v\n%s", err, nout.String())
+			default:
+			}
+			o, err := nethost.Run(h.Command(h.Binary, "kubectl", "--kubeconfig", kc, "get", "node", "devnode", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`))
+			if err != nil || o != "True" {
+				return fmt.Errorf("Ready=%q %v", o, err)
+			}
+			return nil
+		})
+		t.Logf("dev up --mode node: Ready after %s", time.Since(start).Round(time.Millisecond))
+		nstopped = true
+		stopStart := time.Now()
+		n.Process.Signal(os.Interrupt)
+		select {
+		case err := <-nexited:
+			t.Logf("dev up --mode node: stopped and removed %s after Ctrl-C", time.Since(stopStart).Round(time.Millisecond))
+			if err != nil {
+				t.Errorf("dev up --mode node after Ctrl-C: %v\n%s", err, nout.String())
+			}
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("dev up --mode node did not stop:\n%s", nout.String())
+		}
+		if o, err := nethost.Run(h.Command(h.Binary, "kubectl", "--kubeconfig", kc, "get", "node", "devnode")); err == nil {
+			t.Errorf("the node is still in the cluster after Ctrl-C:\n%s", o)
+		}
+		if _, err := os.Stat(nodeRoot); !os.IsNotExist(err) {
+			t.Errorf("the node's root is left: %v", listAll(nodeRoot))
+		}
 	})
 
 	stopped = true

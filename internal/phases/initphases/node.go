@@ -134,13 +134,19 @@ func runEnableClientCertRotation(_ context.Context, d *Data) error {
 }
 
 func runKubeProxy(ctx context.Context, d *Data) error {
-	if err := d.StartKubeProxy("addons"); err != nil {
-		return err
+	if !d.ControlPlaneOnly {
+		if err := d.StartKubeProxy("addons"); err != nil {
+			return err
+		}
 	}
 	if err := d.withClient(ctx, "store the kube-proxy configuration", func(ctx context.Context, c kubernetes.Interface) error {
 		return bootstrap.UploadKubeProxyConfig(ctx, c, d.Cfg)
 	}); err != nil {
 		return err
+	}
+	if d.ControlPlaneOnly {
+		d.Logf("[addons] Stored the kube-proxy configuration for the nodes that join")
+		return nil
 	}
 	d.Logf("[addons] Applied essential addon: kube-proxy (on the host, under the node daemon)")
 	return nil
