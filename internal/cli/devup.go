@@ -232,9 +232,14 @@ func devDown(s Streams, g *GlobalFlags, fs fsys.FS, o devUpOptions) error {
 	defer cancel()
 	keep := g.Root + ".preserved"
 	if o.preserve {
-		// etcd first, so that its data is consistent when moved.
-		if err := daemon.StopComponent(ctx, fs, component.Etcd, time.Minute); err != nil {
-			return err
+		// etcd stops before its data moves, and the API server before etcd:
+		// one that loses etcd takes the whole stop timeout to end. Swapped
+		// out rather than removed: their specs still say this node is a
+		// control plane, for reset.
+		for _, name := range []string{component.APIServer, component.Etcd} {
+			if err := daemon.Swap(ctx, fs, name, time.Minute); err != nil {
+				return err
+			}
 		}
 		for _, p := range preserved {
 			if _, err := os.Stat(fs.Path(p)); err != nil {
@@ -255,7 +260,12 @@ func devDown(s Streams, g *GlobalFlags, fs fsys.FS, o devUpOptions) error {
 		if err != nil {
 			return err
 		}
-		c := exec.CommandContext(ctx, exe, "--root", g.Root, "reset", "--force")
+		args := []string{"--root", g.Root, "reset", "--force"}
+		if o.preserve {
+			// The member stays, with its data, for the next dev up.
+			args = append(args, "--skip-phases", "remove-etcd-member")
+		}
+		c := exec.CommandContext(ctx, exe, args...)
 		c.Stdout, c.Stderr = s.Out, s.Err
 		if err := c.Run(); err != nil {
 			return fmt.Errorf("kubeboot reset: %w", err)

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -361,4 +363,103 @@ func TestDevSwap(t *testing.T) {
 	}
 	pod("after")
 	eventually(t, 60*time.Second, 200*time.Millisecond, "the daemon's scheduler schedules the next pod", scheduled("after"))
+}
+
+// devUpRun is a running `kubeboot dev up`.
+type devUpRun struct {
+	cmd    *exec.Cmd
+	out    *lockedBuffer
+	exited chan error
+}
+
+func startDevUp(t *testing.T, h *nethost.Host, args ...string) *devUpRun {
+	t.Helper()
+	r := &devUpRun{cmd: h.Command(h.Binary, append([]string{"dev", "up"}, args...)...), out: &lockedBuffer{}, exited: make(chan error, 1)}
+	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
+	if err := nethost.Start(r.cmd); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.exited <- r.cmd.Wait() }()
+	eventually(t, 3*time.Minute, 200*time.Millisecond, "dev up "+strings.Join(args, " ")+" is up", func() error {
+		select {
+		case err := <-r.exited:
+			t.Fatalf("dev up exited: %v\n%s", err, r.out.String())
+		default:
+		}
+		if !strings.Contains(r.out.String(), "export KUBECONFIG=") {
+			return fmt.Errorf("not yet")
+		}
+		return nil
+	})
+	return r
+}
+
+// stop is Ctrl-C, and waits for dev up to end.
+func (r *devUpRun) stop(t *testing.T) time.Duration {
+	t.Helper()
+	start := time.Now()
+	r.cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-r.exited:
+		if err != nil {
+			t.Errorf("dev up after Ctrl-C: %v\n%s", err, r.out.String())
+		}
+	case <-time.After(3 * time.Minute):
+		r.cmd.Process.Kill()
+		t.Fatalf("dev up did not stop after Ctrl-C:\n%s", r.out.String())
+	}
+	return time.Since(start)
+}
+
+// TestDevUpAllPreserveData runs `dev up --mode all --preserve-data` (a
+// whole single-node cluster), stops it with Ctrl-C, and brings the
+// control plane back from the data it kept: an object made in the first
+// run is there in the second.
+func TestDevUpAllPreserveData(t *testing.T) {
+	requireE2E(t)
+	if n := len(podProcesses()); n != 0 {
+		t.Fatalf("%d pod processes run on this machine already", n)
+	}
+	h := newHost(t, "kbe2e-devall", "10.215.0.2")
+	root := filepath.Join(t.TempDir(), "dev")
+	start := time.Now()
+	first := startDevUp(t, h, "--root", root, "--mode", "all", "--preserve-data", "--node-name", "dev")
+	t.Logf("dev up --mode all: up after %s", time.Since(start).Round(time.Millisecond))
+	kc := filepath.Join(root, "etc/kubernetes/admin.conf")
+	kubectlDev := func(args ...string) (string, error) {
+		return nethost.Run(h.Command(h.Binary, append([]string{"kubectl", "--kubeconfig", kc}, args...)...))
+	}
+	eventually(t, time.Minute, 200*time.Millisecond, "the node Ready", func() error {
+		o, err := kubectlDev("get", "node", "dev", "-o", `jsonpath={.status.conditions[?(@.type=="Ready")].status}`)
+		if err != nil || o != "True" {
+			return fmt.Errorf("Ready=%q %v", o, err)
+		}
+		return nil
+	})
+	if o, err := kubectlDev("create", "configmap", "kept", "--from-literal=run=first"); err != nil {
+		t.Fatalf("%v: %s", err, o)
+	}
+	t.Logf("dev up --mode all: stopped after %s", first.stop(t).Round(time.Millisecond))
+	if got := listAll(root); len(got) == 0 || slices.ContainsFunc(got, func(f string) bool {
+		rel := strings.TrimPrefix(f, root+"/")
+		return !slices.Contains([]string{"etc", "etc/kubernetes", "var", "var/lib"}, rel) &&
+			!strings.HasPrefix(rel, "var/lib/etcd") && !strings.HasPrefix(rel, "etc/kubernetes/pki")
+	}) {
+		t.Errorf("--preserve-data left %v; want only var/lib/etcd and etc/kubernetes/pki", got)
+	}
+	if pids := processesNaming(root); len(pids) > 0 {
+		t.Errorf("processes left after Ctrl-C: %v", pids)
+	}
+
+	second := startDevUp(t, h, "--root", root, "--mode", "control-plane", "--node-name", "dev")
+	if !strings.Contains(second.out.String(), "Using the data a previous `dev up --preserve-data` kept") {
+		t.Errorf("the second dev up does not say it reuses the data:\n%s", second.out.String())
+	}
+	if o, err := kubectlDev("get", "configmap", "kept", "-o", "jsonpath={.data.run}"); err != nil || o != "first" {
+		t.Errorf("the object of the first run: %q %v", o, err)
+	}
+	second.stop(t)
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Errorf("left after Ctrl-C without --preserve-data: %v", listAll(root))
+	}
 }
