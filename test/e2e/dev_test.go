@@ -363,6 +363,38 @@ func TestDevSwap(t *testing.T) {
 	}
 	pod("after")
 	eventually(t, 60*time.Second, 200*time.Millisecond, "the daemon's scheduler schedules the next pod", scheduled("after"))
+
+	// With --wait, Ctrl-C hands the slot back.
+	w := h.Kubeboot("dev", "swap", "--wait", "kube-scheduler")
+	var wOut lockedBuffer
+	w.Stdout, w.Stderr = &wOut, &wOut
+	if err := nethost.Start(w); err != nil {
+		t.Fatal(err)
+	}
+	wDone := make(chan error, 1)
+	go func() { wDone <- w.Wait() }()
+	eventually(t, 30*time.Second, 100*time.Millisecond, "dev swap --wait waits for our process", func() error {
+		if !strings.Contains(wOut.String(), "Waiting for your kube-scheduler") {
+			return fmt.Errorf("not yet: %s", wOut.String())
+		}
+		return nil
+	})
+	w.Process.Signal(os.Interrupt)
+	select {
+	case err := <-wDone:
+		if err != nil || !strings.Contains(wOut.String(), "The node daemon runs kube-scheduler again") {
+			t.Errorf("dev swap --wait after Ctrl-C: %v\n%s", err, wOut.String())
+		}
+	case <-time.After(2 * time.Minute):
+		w.Process.Kill()
+		t.Fatalf("dev swap --wait did not end on Ctrl-C:\n%s", wOut.String())
+	}
+	for _, c := range readStatus(t, h).Components {
+		if c.Name == "kube-scheduler" && (c.State == daemon.StateSwapped || !c.Ready) {
+			t.Errorf("after Ctrl-C on dev swap --wait: %+v", c)
+		}
+	}
+	t.Logf("dev swap's output:\n%s", swapOut.String())
 }
 
 // devUpRun is a running `kubeboot dev up`.
