@@ -67,6 +67,7 @@ with every component embedded in this one binary and nothing to download.
 		newJoinCommand(g, s),
 		newConfigCommand(g, s),
 		newDevCommand(g, s),
+		newEtcdCommand(g, s),
 		newCertsCommand(g, s),
 		newKubeconfigCommand(g, s),
 		newTokenCommand(g, s),

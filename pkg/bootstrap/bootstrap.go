@@ -122,6 +122,29 @@ var controlPlaneCertFiles = []string{"ca.crt", "ca.key", "front-proxy-ca.crt", "
 // join ignores the extra entry.
 var optionalCertFiles = []string{hardening.EncryptionConfigName}
 
+// SharedFile is a file every control plane of a cluster shares, by its
+// name in the certificates dir.
+type SharedFile struct {
+	Name string
+	// Optional files are shared when the cluster has them.
+	Optional bool
+}
+
+// SharedFiles are the files every control plane of the cluster shares:
+// what kubeadm-certs carries and an etcd snapshot must keep.
+func SharedFiles(cfg *config.Config) []SharedFile {
+	var out []SharedFile
+	for _, f := range controlPlaneCertFiles {
+		if cfg.Cluster.Etcd.External == nil || !strings.HasPrefix(f, "etcd/") {
+			out = append(out, SharedFile{Name: f})
+		}
+	}
+	for _, f := range optionalCertFiles {
+		out = append(out, SharedFile{Name: f, Optional: true})
+	}
+	return out
+}
+
 // UploadCerts encrypts the shared control-plane keys with the certificate
 // key into kube-system/kubeadm-certs, owned by a 2 h bootstrap token so
 // that the Secret is garbage-collected when the token expires. The same

@@ -1,0 +1,284 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+	"k8s.io/kubernetes/cmd/kubeadm/app/phases/bootstraptoken/clusterinfo"
+
+	"github.com/kubeboot/kubeboot/pkg/apiclient"
+	"github.com/kubeboot/kubeboot/pkg/bootstrap"
+	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/etcdbackup"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+)
+
+func newEtcdCommand(g *GlobalFlags, s Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "etcd",
+		Short: "Back up and restore the cluster's etcd, list its members",
+		Args:  cobra.NoArgs,
+	}
+	snap := &cobra.Command{Use: "snapshot", Short: "Save etcd with the cluster's keys, or bring a control plane back from such a file", Args: cobra.NoArgs}
+	snap.AddCommand(newEtcdSaveCommand(g, s), newEtcdRestoreCommand(g, s))
+	cmd.AddCommand(snap, newEtcdMembersCommand(g, s))
+	return cmd
+}
+
+// localCluster reads the cluster's configuration through this control
+// plane's admin.conf, as a joining node reads it.
+func localCluster(ctx context.Context, fs fsys.FS) (*config.Config, error) {
+	admin := fs.Path(path.Join(kubeconfig.Dir, "admin.conf"))
+	c, _, err := apiclient.FromKubeconfig(admin, "")
+	if err != nil {
+		return nil, fmt.Errorf("%w: run this on a control-plane node", err)
+	}
+	return bootstrap.FetchConfig(ctx, c, admin)
+}
+
+func newEtcdSaveCommand(g *GlobalFlags, s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "save FILE",
+		Short: "Save a consistent snapshot of etcd with the cluster's CAs and keys (mode 0600)",
+		Long: `Save a consistent snapshot of this control plane's etcd member into FILE,
+together with what is needed to bring the cluster back from it: the shared
+CAs and keys (cluster, front-proxy and etcd CA, service-account key, and the
+key of Secrets at rest with --hardened) and the cluster's configuration.
+FILE is written with mode 0600: it opens the whole cluster, keep it as you
+keep the CA keys. ` + "`kubeboot etcd snapshot restore FILE`" + ` brings it back.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			fs := g.FS(false, s.Out)
+			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Minute)
+			defer cancel()
+			cfg, err := localCluster(ctx, fs)
+			if err != nil {
+				return err
+			}
+			if cfg.Cluster.Etcd.External != nil {
+				return fmt.Errorf("the cluster's etcd is external: back it up where it runs")
+			}
+			node, _ := os.Hostname()
+			if spec, err := (component.Store{FS: fs}).Load(); err == nil {
+				for _, sp := range spec {
+					for _, a := range sp.Args {
+						if v, ok := strings.CutPrefix(a, "--name="); ok && sp.Name == component.Etcd {
+							node = v
+						}
+					}
+				}
+			}
+			start := time.Now()
+			m, err := etcdbackup.Save(ctx, fs, cfg, node, args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(s.Out, "[snapshot] Saved etcd at revision %d (%d keys, %.1f MiB) from member %q, the cluster's configuration and %d shared keys and certificates (%s) to %s in %s\n",
+				m.Revision, m.Keys, float64(m.SnapshotBytes)/(1<<20), node, len(m.PKI), strings.Join(m.PKI, ", "), args[0], time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(s.Out, "[snapshot] The file has mode 0600: it holds the CA and service-account keys, which open the whole cluster; keep it as you keep them\n")
+			return nil
+		},
+	}
+}
+
+func newEtcdRestoreCommand(g *GlobalFlags, s Streams) *cobra.Command {
+	var advertise, nodeName string
+	var ignore []string
+	cmd := &cobra.Command{
+		Use:   "restore FILE",
+		Short: "Bring a control plane back from a snapshot, on an empty node",
+		Long: `Bring a cluster back from a file ` + "`kubeboot etcd snapshot save`" + ` wrote, on a node
+where kubeboot has nothing yet: the shared CAs and keys are put back (so
+kubeconfigs of the old cluster keep working), etcd's data is restored as a
+one-member cluster of this node, and ` + "`kubeboot init`" + ` runs with the cluster's
+configuration and this node's address and name. Every object comes back; more
+control planes join as usual.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if advertise == "" || nodeName == "" {
+				return fmt.Errorf("--apiserver-advertise-address and --node-name are required: the restored member and control plane are this node's")
+			}
+			fs := g.FS(false, s.Out)
+			b, err := etcdbackup.Read(args[0])
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			cfg := b.Config
+			if cfg.Cluster.Etcd.Local == nil {
+				return fmt.Errorf("%s is of a cluster with external etcd", args[0])
+			}
+			// Nothing of kubeboot's may be here: restore writes the keys
+			// and etcd's data before init.
+			for _, p := range []string{component.SpecDir, path.Join(kubeconfig.Dir, "admin.conf"), path.Join(cfg.Cluster.CertificatesDir, "ca.key")} {
+				if fsys.Exists(fs, p) {
+					return fmt.Errorf("%s exists: restore needs a node where kubeboot has nothing yet; run `kubeboot reset` first", fs.Path(p))
+				}
+			}
+			if entries, _ := os.ReadDir(fs.Path(cfg.Cluster.Etcd.Local.DataDir)); len(entries) > 0 {
+				return fmt.Errorf("etcd's data directory %s is not empty; run `kubeboot reset` first", fs.Path(cfg.Cluster.Etcd.Local.DataDir))
+			}
+			fmt.Fprintf(s.Out, "[restore] Snapshot of %s at revision %d (%d keys), Kubernetes %s, taken %s\n",
+				b.Manifest.Node, b.Manifest.Revision, b.Manifest.Keys, b.Manifest.KubernetesVersion, b.Manifest.Created.Format(time.RFC3339))
+			cfg.Init = &kubeadmv1.InitConfiguration{}
+			cfg.Init.LocalAPIEndpoint.AdvertiseAddress = advertise
+			cfg.Init.NodeRegistration.Name = nodeName
+			if err := cfg.DefaultInit(config.DetectHost()); err != nil {
+				return err
+			}
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			peer := "https://" + hostPortString(advertise, 2380)
+			fmt.Fprintf(s.Out, "[restore] Writing the cluster's keys to %q and etcd's data to %q, as member %q at %s\n",
+				fs.Path(cfg.Cluster.CertificatesDir), fs.Path(cfg.Cluster.Etcd.Local.DataDir), nodeName, peer)
+			if err := b.RestoreData(fs, cfg, nodeName, peer); err != nil {
+				return fmt.Errorf("restoring etcd's data: %w", err)
+			}
+			// init, with the cluster's configuration and this node's.
+			conf, err := cfg.Marshal()
+			if err != nil {
+				return err
+			}
+			tmp, err := os.CreateTemp("", "kubeboot-restore-*.yaml")
+			if err != nil {
+				return err
+			}
+			defer os.Remove(tmp.Name())
+			if _, err := tmp.Write(conf); err != nil {
+				return err
+			}
+			tmp.Close()
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			dataDirCheck := "DirAvailable-" + strings.ReplaceAll(cfg.Cluster.Etcd.Local.DataDir, "/", "-")
+			initArgs := []string{"--root", g.Root, "init", "--config", tmp.Name(), "--ignore-preflight-errors", strings.Join(append([]string{dataDirCheck}, ignore...), ",")}
+			fmt.Fprintf(s.Out, "[restore] Running kubeboot init with the cluster's configuration\n")
+			c := exec.CommandContext(cmd.Context(), exe, initArgs...)
+			c.Stdout, c.Stderr = s.Out, s.Err
+			if err := c.Run(); err != nil {
+				return fmt.Errorf("kubeboot init on the restored data: %w (`kubeboot reset` removes what it made)", err)
+			}
+			return refreshClusterInfo(cmd.Context(), s, fs)
+		},
+	}
+	cmd.Flags().StringVar(&advertise, "apiserver-advertise-address", "", "This node's address: the restored etcd member's and API server's")
+	cmd.Flags().StringVar(&nodeName, "node-name", "", "This node's name")
+	cmd.Flags().StringSliceVar(&ignore, "ignore-preflight-errors", nil, "Pre-flight checks whose errors become warnings, as for init")
+	return cmd
+}
+
+// refreshClusterInfo rebuilds kube-public/cluster-info from this node's
+// admin.conf: the restored one names the old cluster's endpoint, and
+// kubeadm's phase keeps an existing one.
+func refreshClusterInfo(ctx context.Context, s Streams, fs fsys.FS) error {
+	admin := fs.Path(path.Join(kubeconfig.Dir, "admin.conf"))
+	c, _, err := apiclient.FromKubeconfig(admin, "")
+	if err != nil {
+		return err
+	}
+	kc, err := clientcmd.LoadFromFile(admin)
+	if err != nil {
+		return err
+	}
+	if err := c.CoreV1().ConfigMaps(metav1.NamespacePublic).Delete(ctx, "cluster-info", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := clusterinfo.CreateBootstrapConfigMapIfNotExists(c, kc); err != nil {
+		return err
+	}
+	fmt.Fprintf(s.Out, "[restore] Rebuilt the \"cluster-info\" ConfigMap for this control plane's endpoint\n")
+	return nil
+}
+
+func hostPortString(host string, port int) string {
+	if strings.Contains(host, ":") {
+		return "[" + host + "]:" + fmt.Sprint(port)
+	}
+	return host + ":" + fmt.Sprint(port)
+}
+
+func newEtcdMembersCommand(g *GlobalFlags, s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "members",
+		Short: "List the etcd members, their roles and health",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fs := g.FS(false, s.Out)
+			certDir := "/etc/kubernetes/pki"
+			for _, sp := range mustSpecs(fs) {
+				for _, a := range sp.Args {
+					if v, ok := strings.CutPrefix(a, "--etcd-cafile="); ok && sp.Name == component.APIServer {
+						certDir = strings.TrimPrefix(filepath.Dir(filepath.Dir(v)), strings.TrimSuffix(fs.Path("/"), "/"))
+					}
+				}
+			}
+			cc, err := etcdbackup.Client(fs, certDir)
+			if err != nil {
+				return err
+			}
+			ec, err := clientv3.New(*cc)
+			if err != nil {
+				return err
+			}
+			defer ec.Close()
+			ctx, cancel := context.WithTimeout(cmd.Context(), 10*time.Second)
+			defer cancel()
+			list, err := ec.MemberList(ctx)
+			if err != nil {
+				return fmt.Errorf("listing etcd's members through this node's member: %w", err)
+			}
+			w := tabwriter.NewWriter(s.Out, 4, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tID\tROLE\tCLIENT URL\tHEALTH\tDB SIZE\tRAFT INDEX")
+			for _, m := range list.Members {
+				role := "voter"
+				if m.IsLearner {
+					role = "learner"
+				}
+				health, size, index := "unhealthy", "-", "-"
+				if len(m.ClientURLs) > 0 {
+					sctx, scancel := context.WithTimeout(ctx, 3*time.Second)
+					st, err := ec.Status(sctx, m.ClientURLs[0])
+					scancel()
+					if err == nil {
+						health = "healthy"
+						if st.Leader == m.ID {
+							role += ", leader"
+						}
+						size, index = fmt.Sprintf("%.1f MiB", float64(st.DbSize)/(1<<20)), fmt.Sprint(st.RaftIndex)
+					} else {
+						health = "unhealthy: " + err.Error()
+					}
+				}
+				client := strings.Join(m.ClientURLs, ",")
+				if client == "" {
+					client = "(not started)"
+				}
+				fmt.Fprintf(w, "%s\t%x\t%s\t%s\t%s\t%s\t%s\n", m.Name, m.ID, role, client, health, size, index)
+			}
+			return w.Flush()
+		},
+	}
+}
+
+func mustSpecs(fs fsys.FS) []component.Spec {
+	specs, _ := component.Store{FS: fs}.Load()
+	return specs
+}
