@@ -285,6 +285,12 @@ func (n *Node) StartKubelet(prefix string) error {
 	if err := n.FS.WriteFile(node.KubeletConfig, kc, 0o600); err != nil {
 		return err
 	}
+	// As kubeadm's kubelet.service: the node comes back after a reboot.
+	if err := daemon.InstallUnit(n.FS, n.Exe, func(format string, args ...any) {
+		n.Logf("[%s] %s", prefix, fmt.Sprintf(format, args...))
+	}); err != nil {
+		return err
+	}
 	spec := r.KubeletSpec()
 	if len(n.KubeletRequires) > 0 {
 		spec.Requires = append(spec.Requires, n.KubeletRequires...)

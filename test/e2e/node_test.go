@@ -17,6 +17,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/kubeboot/kubeboot/pkg/cpugroup"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/images"
 	"github.com/kubeboot/kubeboot/pkg/netagent"
 	"github.com/kubeboot/kubeboot/test/nethost"
@@ -162,6 +163,15 @@ func TestSingleNode(t *testing.T) {
 		if ps, err := exec.Command("ps", "-C", "kube-apiserver,etcd,kubelet", "-o", "comm=").Output(); err != nil || !strings.Contains(string(ps), "kube-apiserver") || !strings.Contains(string(ps), "etcd") || !strings.Contains(string(ps), "kubelet") {
 			t.Errorf("ps -C kube-apiserver,etcd,kubelet: %v %q", err, ps)
 		}
+		// The node daemon's systemd unit: valid for systemd, and where
+		// systemd is not init (here), init says how to start the node.
+		unit := filepath.Join(h.Root, "etc/systemd/system", fsys.Tag(h.Root)+".service")
+		if o, err := exec.Command("systemd-analyze", "verify", unit).CombinedOutput(); err != nil || len(o) > 0 {
+			t.Errorf("systemd-analyze verify %s: %v\n%s", unit, err, o)
+		}
+		if !strings.Contains(out, "after a reboot, start this node with `kubeboot --root "+h.Root+" daemon start`") {
+			t.Errorf("init does not say how to start the node after a reboot:\n%s", grepLines(out, "systemd"))
+		}
 		out = kubectl(t, h, "get", "pods", "-n", "kube-system", "-o", "jsonpath={range .items[*]}{.metadata.name}={.status.phase} {end}")
 		for _, p := range strings.Fields(out) {
 			if !strings.HasSuffix(p, "=Running") {
@@ -286,6 +296,38 @@ func TestSingleNode(t *testing.T) {
 		if err != nil {
 			t.Errorf("service after the restarts: %v %s", err, out)
 		}
+	})
+
+	t.Run("power loss", func(t *testing.T) {
+		uids := func() string {
+			return kubectl(t, h, "get", "pods", "-A", "-o", "jsonpath={range .items[*]}{.metadata.uid} {end}")
+		}
+		before := uids()
+		// Every process of the node ends at once, as in a power loss; the
+		// daemon, started again as the unit does, brings the node back
+		// from its spec files.
+		h.KillAll()
+		start := time.Now()
+		kb(t, h, "daemon", "start")
+		eventually(t, 90*time.Second, 200*time.Millisecond, "API after the power loss", func() error {
+			out, err := kubectlErr(h, "get", "--raw", "/readyz")
+			if err != nil || strings.TrimSpace(out) != "ok" {
+				return fmt.Errorf("%v %s", err, out)
+			}
+			return nil
+		})
+		nodeReady("a power loss")
+		if after := uids(); after != before {
+			t.Errorf("pods changed across the power loss:\nbefore %s\nafter  %s", before, after)
+		}
+		eventually(t, 90*time.Second, 500*time.Millisecond, "the service answers again", func() error {
+			out, err := kubectlErr(h, "exec", "client", "--", "/kubeboot", "test-server", "--get", "http://web.default.svc.cluster.local/")
+			if err != nil {
+				return fmt.Errorf("%v %s", err, out)
+			}
+			return nil
+		})
+		t.Logf("the node serves again %s after the daemon's start", time.Since(start).Round(time.Millisecond))
 	})
 
 	t.Run("reset leaves nothing", func(t *testing.T) {

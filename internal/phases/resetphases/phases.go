@@ -94,6 +94,10 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	if dd := etcdDataDir(fs); dd != "" {
 		paths = append(paths, dd)
 	}
+	paths = append(paths, daemon.UnitPath(fs))
+	if !fs.DryRun() {
+		daemon.RemoveUnit(fs, func(format string, args ...any) { d.logf("[reset] "+format, args...) })
+	}
 	if entries, err := os.ReadDir(fs.Path(node.VolumePluginDir)); err == nil && len(entries) == 0 {
 		// The kubelet made it; FlexVolume drivers someone installed stay.
 		paths = append(paths, node.VolumePluginDir)
