@@ -20,6 +20,7 @@ import (
 type joinOptions struct {
 	cfg                   config.JoinFlags
 	dryRun                bool
+	explain               bool
 	ignorePreflightErrors []string
 }
 
@@ -27,6 +28,7 @@ func (o *joinOptions) addFlags(fs *pflag.FlagSet) {
 	o.cfg.AddFlags(fs)
 	fs.BoolVar(&o.dryRun, "dry-run", false, "Don't apply any changes; just output what would be done (discovery still reads from the cluster)")
 	fs.StringSliceVar(&o.ignorePreflightErrors, "ignore-preflight-errors", nil, "Pre-flight checks whose errors become warnings, e.g. 'Port-10250'; 'all' ignores every check")
+	fs.BoolVar(&o.explain, "explain", false, "Under each phase's log line, name every file written, its mode and what it is: a certificate's identity and issuer, a kubeconfig's user and server, a component's ports")
 }
 
 const joinLong = `Run this on any machine you wish to join an existing cluster.
@@ -126,7 +128,7 @@ func (o *joinOptions) build(g *GlobalFlags, s Streams, fs *pflag.FlagSet, args [
 	if err != nil {
 		return nil, workflow.Options{}, err
 	}
-	d := joinphases.NewData(c.Join, host, g.FS(o.dryRun, s.Out), s.Out)
+	d := joinphases.NewData(c.Join, host, explainFS(g.FS(o.dryRun, s.Out), o.explain, s), s.Out)
 	d.Exe = exe
 	d.IgnorePreflightErrors = o.ignorePreflightErrors
 	return d, workflow.Options{DryRun: o.dryRun, Skip: c.Join.SkipPhases, Out: s.Out}, nil

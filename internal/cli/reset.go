@@ -7,12 +7,13 @@ import (
 
 	"github.com/kubeboot/kubeboot/internal/phases/resetphases"
 	"github.com/kubeboot/kubeboot/internal/workflow"
+	"github.com/kubeboot/kubeboot/pkg/explain"
 )
 
 // resetOptions are the flags of `reset` and of each `reset phase` command.
 type resetOptions struct {
-	force, dryRun bool
-	certDir       string
+	force, dryRun, explain bool
+	certDir                string
 }
 
 const resetLong = `Stop the node daemon and every component it runs, then remove every file and
@@ -34,10 +35,15 @@ func newResetCommand(g *GlobalFlags, s Streams) *cobra.Command {
 		cmd.Flags().BoolVarP(&o.force, "force", "f", false, "Reset the node without prompting for confirmation")
 		cmd.Flags().BoolVar(&o.dryRun, "dry-run", false, "Don't apply any changes; just output what would be done")
 		cmd.Flags().StringVar(&o.certDir, "cert-dir", "", "A certificates dir outside /etc/kubernetes to remove as well")
+		cmd.Flags().BoolVar(&o.explain, "explain", false, "Under each path reset removes, say what it held")
 		return func(ctx context.Context, _ []string) (*resetphases.Data, workflow.Options, error) {
-			d := &resetphases.Data{FS: g.FS(o.dryRun, s.Out), In: s.In, Out: s.Out, Err: s.Err, Force: o.force, CertDir: o.certDir,
+			out := s.Out
+			if o.explain {
+				out = explain.Reset(s.Out, g.FS(false, s.Out).Path("/"))
+			}
+			d := &resetphases.Data{FS: g.FS(o.dryRun, out), In: s.In, Out: out, Err: s.Err, Force: o.force, CertDir: o.certDir,
 				StopDaemon: func(ctx context.Context) error { return stopDaemon(ctx, g, s) }}
-			return d, workflow.Options{DryRun: o.dryRun, Out: s.Out}, nil
+			return d, workflow.Options{DryRun: o.dryRun, Out: out}, nil
 		}
 	}
 	cmd := &cobra.Command{

@@ -76,7 +76,7 @@ var allowedWithConfig = map[string]bool{
 	FlagNodeName: true, "kubeconfig-dir": true, "upload-certs": true, "print-manifest": true,
 	"allow-missing-template-keys": true, "output": true, "show-managed-fields": true,
 	"print-join-command": true, "rootfs": true, "v": true, "log-file": true, "yes": true,
-	"root": true, FlagCertificateKey: true, "force": true, "dns-upstream": true, "single-node": true, "hardened": true,
+	"root": true, FlagCertificateKey: true, "force": true, "dns-upstream": true, "single-node": true, "hardened": true, "explain": true,
 }
 
 // CheckMixedFlags refuses configuration flags next to --config, as kubeadm

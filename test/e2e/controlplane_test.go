@@ -87,7 +87,7 @@ func readStatus(t *testing.T, h *nethost.Host) *daemon.StatusReport {
 func TestControlPlane(t *testing.T) {
 	requireE2E(t)
 	h := newHost(t, "kbe2e-cp", "10.201.0.2")
-	init := []string{"init", "--node-name", "cp1"}
+	init := []string{"init", "--node-name", "cp1", "--explain"}
 
 	t.Run("bad input writes nothing", func(t *testing.T) {
 		bad := filepath.Join(t.TempDir(), "bad.yaml")
@@ -141,6 +141,33 @@ func TestControlPlane(t *testing.T) {
 		if !strings.Contains(out, "kubeboot join 10.201.0.2:6443 --token") {
 			t.Errorf("no join command in init's output:\n%s", out)
 		}
+		// --explain names every file written, each with what it is.
+		written := 0
+		for _, l := range strings.Split(out, "\n") {
+			rest, ok := strings.CutPrefix(strings.TrimSpace(l), "↳ wrote ")
+			if !ok {
+				continue
+			}
+			file, what, _ := strings.Cut(rest, " (mode ")
+			written++
+			if _, err := os.Stat(file); err != nil {
+				t.Errorf("--explain names %s, which is not there: %v", file, err)
+			}
+			if _, desc, _ := strings.Cut(what, "): "); desc == "" {
+				t.Errorf("--explain does not say what %s is: %s", file, l)
+			}
+		}
+		if written < 30 {
+			t.Errorf("--explain named %d files written; init writes more than 30", written)
+		}
+		for _, want := range []string{"pki/apiserver.crt (mode 0644): identity CN=kube-apiserver, signed by \"kubernetes\", for server authentication",
+			"admin.conf (mode 0600): kubeconfig of CN=kubernetes-admin O=kubeadm:cluster-admins for https://10.201.0.2:6443",
+			"kube-apiserver.json (mode 0600): the node daemon runs kube-apiserver, listening on ports [6443]"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("--explain does not say %q:\n%s", want, grepLines(out, "↳"))
+			}
+		}
+		t.Logf("--explain named %d files", written)
 		again, err := nethost.Run(h.Kubeboot(init...))
 		if err == nil || !strings.Contains(again, "run `kubeboot reset` first") {
 			t.Errorf("a second init was not refused clearly: %v\n%s", err, again)
