@@ -1,0 +1,141 @@
+// Command conformance brings up a kubeboot cluster in network-namespace
+// hosts on this machine and runs the upstream conformance suite against it
+// offline, through ../shared/conformance/run.sh (which builds e2e.test and
+// the test images once, imports them into every node and rewrites every
+// image reference, so nothing is pulled). The cluster is removed at the end.
+//
+//	go run ./hack/conformance                       # 1 control plane + 2 workers, every non-serial [Conformance] spec
+//	go run ./hack/conformance -nodes 1 -focus '\[sig-network\].*\[Conformance\]'
+//	go run ./hack/conformance -serial               # the Serial [Conformance] specs, one at a time
+//
+// As root, after `make build`. The last line is run.sh's
+// "conformance: N passed, M failed, K skipped".
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/kubeboot/kubeboot/test/nethost"
+)
+
+func main() {
+	nodes := flag.Int("nodes", 3, "1 (a single node that runs workloads) or more (1 control plane, the rest workers)")
+	focus := flag.String("focus", `\[Conformance\]`, "ginkgo focus regex")
+	skip := flag.String("skip", "", "ginkgo skip regex (default: Serial|Disruptive|Flaky, or Disruptive|Flaky with -serial)")
+	serial := flag.Bool("serial", false, "run the Serial specs (one at a time): focus on Serial.*[Conformance]")
+	parallel := flag.Int("parallel", 4, "ginkgo processes (1 with -serial)")
+	harness := flag.String("harness", "../shared/conformance", "the offline conformance harness")
+	keep := flag.Bool("keep", false, "leave the cluster up at the end (remove it with `kubeboot reset` on each host)")
+	flag.Parse()
+	if *serial {
+		*focus, *parallel = `\[Serial\].*\[Conformance\]`, 1
+		if *skip == "" {
+			*skip = "Disruptive|Flaky"
+		}
+	}
+	if *skip == "" {
+		*skip = "Serial|Disruptive|Flaky"
+	}
+	if err := run(*nodes, *focus, *skip, *parallel, *harness, *keep); err != nil {
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		os.Exit(1)
+	}
+}
+
+var joinFlags = regexp.MustCompile(`--token (\S+) \\\s+--discovery-token-ca-cert-hash (\S+)`)
+
+func run(n int, focus, skip string, parallel int, harness string, keep bool) error {
+	bin, err := filepath.Abs("_output/kubeboot")
+	if err == nil {
+		_, err = os.Stat(bin)
+	}
+	if err != nil {
+		return fmt.Errorf("build kubeboot first: make build")
+	}
+	runSh, err := filepath.Abs(filepath.Join(harness, "run.sh"))
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(runSh); err != nil {
+		return fmt.Errorf("the harness: %v (give -harness)", err)
+	}
+	if err := nethost.BecomeSubreaper(); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "kubeboot-conformance-")
+	if err != nil {
+		return err
+	}
+	network, err := nethost.NewNetwork("kbconf-net")
+	if err != nil {
+		return err
+	}
+	var hosts []*nethost.Host
+	defer func() {
+		if keep {
+			fmt.Printf("[conformance] The cluster stays up under %s\n", dir)
+			return
+		}
+		for i := len(hosts) - 1; i >= 0; i-- {
+			nethost.Run(hosts[i].Kubeboot("reset", "--force")) //nolint:errcheck
+			hosts[i].Close()
+		}
+		network.Close()
+		os.RemoveAll(dir)
+	}()
+	for i := 0; i < n; i++ {
+		name := "cp"
+		if i > 0 {
+			name = fmt.Sprintf("w%d", i)
+		}
+		h, err := nethost.NewWith("kbconf-"+name, fmt.Sprintf("10.217.0.%d", i+2), filepath.Join(dir, name), bin, nethost.Options{Network: network})
+		if err != nil {
+			return err
+		}
+		hosts = append(hosts, h)
+	}
+	cp := hosts[0]
+	args := []string{"init", "--node-name", "cp"}
+	if n == 1 {
+		args = append(args, "--single-node")
+	}
+	fmt.Printf("[conformance] kubeboot %s\n", strings.Join(args, " "))
+	out, err := nethost.Run(cp.Kubeboot(args...))
+	if err != nil {
+		return fmt.Errorf("init: %v\n%s", err, out)
+	}
+	m := joinFlags.FindStringSubmatch(out)
+	if m == nil {
+		return fmt.Errorf("no join command in init's output:\n%s", out)
+	}
+	for i, h := range hosts[1:] {
+		name := fmt.Sprintf("w%d", i+1)
+		fmt.Printf("[conformance] kubeboot join on %s\n", name)
+		if out, err := nethost.Run(h.Kubeboot("join", cp.IP+":6443", "--token", m[1], "--discovery-token-ca-cert-hash", m[2], "--node-name", name)); err != nil {
+			return fmt.Errorf("join %s: %v\n%s", name, err, out)
+		}
+	}
+	// One import command for every node: a script that imports the archive
+	// into each node's containerd in turn.
+	var script strings.Builder
+	script.WriteString("#!/bin/sh\nset -e\n")
+	for _, h := range hosts {
+		fmt.Fprintf(&script, "nsenter -t %d -m -n -- %s --root %s images import \"$1\"\n", h.HolderPID(), bin, h.Root)
+	}
+	importer := filepath.Join(dir, "import.sh")
+	if err := os.WriteFile(importer, []byte(script.String()), 0o755); err != nil {
+		return err
+	}
+	cmd := exec.Command(runSh, filepath.Join(cp.Root, "etc/kubernetes/admin.conf"), importer, focus, skip)
+	cmd.Env = append(os.Environ(), "E2E_PREFIX=nsenter -t "+strconv.Itoa(cp.HolderPID())+" -m -n --", "PARALLEL="+strconv.Itoa(parallel))
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	fmt.Printf("[conformance] %d node(s); focus %q, skip %q, %d in parallel\n", n, focus, skip, parallel)
+	return cmd.Run()
+}
