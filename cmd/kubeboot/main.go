@@ -19,7 +19,7 @@ func main() {
 	if run, ok := components[filepath.Base(os.Args[0])]; ok {
 		os.Exit(run(os.Args[1:]))
 	}
-	if len(os.Args) > 1 {
+	if len(os.Args) > 1 && !cli.IsOwnSubcommand(os.Args[1:]) {
 		if run, ok := components[os.Args[1]]; ok {
 			os.Exit(run(os.Args[2:]))
 		}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -28,11 +29,26 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 )
 
+// etcdSubcommands are kubeboot's own under "etcd": `kubeboot etcd` with
+// anything else (flags) is the embedded etcd server, which takes no
+// positional arguments.
+var etcdSubcommands = []string{"snapshot", "members"}
+
+// IsOwnSubcommand tells whether args (without argv[0]) name one of
+// kubeboot's commands rather than an embedded component of the same name.
+func IsOwnSubcommand(args []string) bool {
+	return len(args) > 1 && args[0] == "etcd" && slices.Contains(etcdSubcommands, args[1])
+}
+
 func newEtcdCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "etcd",
 		Short: "Back up and restore the cluster's etcd, list its members",
-		Args:  cobra.NoArgs,
+		Long: `Back up and restore the cluster's etcd, list its members.
+
+` + "`kubeboot etcd snapshot ...` and `kubeboot etcd members`" + ` are kubeboot's; ` + "`kubeboot etcd`" + `
+with flags runs the embedded etcd server itself.`,
+		Args: cobra.NoArgs,
 	}
 	snap := &cobra.Command{Use: "snapshot", Short: "Save etcd with the cluster's keys, or bring a control plane back from such a file", Args: cobra.NoArgs}
 	snap.AddCommand(newEtcdSaveCommand(g, s), newEtcdRestoreCommand(g, s))

@@ -29,3 +29,22 @@ func TestVersionFlag(t *testing.T) {
 		t.Errorf("init --version touched %s (stat: %v)", root, err)
 	}
 }
+
+// `kubeboot etcd snapshot ...` is kubeboot's command, not the embedded
+// etcd server of the same name (which takes no positional arguments).
+func TestEtcdSubcommandsAreKubeboots(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		own  bool
+	}{
+		{[]string{"etcd", "snapshot", "save", "f"}, true},
+		{[]string{"etcd", "members"}, true},
+		{[]string{"etcd", "--name", "x"}, false},
+		{[]string{"etcd"}, false},
+		{[]string{"kube-apiserver", "snapshot"}, false},
+	} {
+		if got := IsOwnSubcommand(c.args); got != c.own {
+			t.Errorf("IsOwnSubcommand(%v) = %v, want %v", c.args, got, c.own)
+		}
+	}
+}
