@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -51,23 +52,20 @@ func (f *printFlags) add(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.modCache, "modcache", devmode.DefaultModCache(), "The Go module cache")
 }
 
+// printFormats are dev print's formats, by --format.
+var printFormats = map[string]func(io.Writer, []devmode.Launch) error{
+	"shell": devmode.Shell, "json": devmode.JSON, "vscode": devmode.VSCode, "goland": devmode.GoLand, "dlv": devmode.Dlv,
+}
+
 func (f *printFlags) write(s Streams, ls []devmode.Launch) error {
-	formats := map[string]func([]devmode.Launch) error{
-		"shell":  func(ls []devmode.Launch) error { return devmode.Shell(s.Out, ls) },
-		"json":   func(ls []devmode.Launch) error { return devmode.JSON(s.Out, ls) },
-		"vscode": func(ls []devmode.Launch) error { return devmode.VSCode(s.Out, ls) },
-		"goland": func(ls []devmode.Launch) error { return devmode.GoLand(s.Out, ls) },
-		"dlv":    func(ls []devmode.Launch) error { return devmode.Dlv(s.Out, ls) },
+	if err := f.validate(); err != nil {
+		return err
 	}
-	w, ok := formats[f.format]
-	if !ok {
-		return fmt.Errorf("--format %q: use shell, json, vscode, goland or dlv", f.format)
-	}
-	return w(ls)
+	return printFormats[f.format](s.Out, ls)
 }
 
 func (f *printFlags) validate() error {
-	if !slices.Contains([]string{"shell", "json", "vscode", "goland", "dlv"}, f.format) {
+	if _, ok := printFormats[f.format]; !ok {
 		return fmt.Errorf("--format %q: use shell, json, vscode, goland or dlv", f.format)
 	}
 	return nil

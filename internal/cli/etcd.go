@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path"
@@ -160,7 +161,7 @@ control planes join as usual.`,
 			if err := cfg.Validate(); err != nil {
 				return err
 			}
-			peer := "https://" + hostPortString(advertise, 2380)
+			peer := "https://" + net.JoinHostPort(advertise, "2380")
 			fmt.Fprintf(s.Out, "[restore] Writing the cluster's keys to %q and etcd's data to %q, as member %q at %s\n",
 				fs.Path(cfg.Cluster.CertificatesDir), fs.Path(cfg.Cluster.Etcd.Local.DataDir), nodeName, peer)
 			if err := b.RestoreData(fs, cfg, nodeName, peer); err != nil {
@@ -222,13 +223,6 @@ func refreshClusterInfo(ctx context.Context, s Streams, fs fsys.FS) error {
 	}
 	fmt.Fprintf(s.Out, "[restore] Rebuilt the \"cluster-info\" ConfigMap for this control plane's endpoint\n")
 	return nil
-}
-
-func hostPortString(host string, port int) string {
-	if strings.Contains(host, ":") {
-		return "[" + host + "]:" + fmt.Sprint(port)
-	}
-	return host + ":" + fmt.Sprint(port)
 }
 
 func newEtcdMembersCommand(g *GlobalFlags, s Streams) *cobra.Command {

@@ -130,6 +130,19 @@ type SharedFile struct {
 	Optional bool
 }
 
+// secretKey is the file's key in kubeadm-certs: "/" becomes "-", as
+// kubeadm names them.
+func (f SharedFile) secretKey() string { return strings.ReplaceAll(f.Name, "/", "-") }
+
+// SharedFileMode is the mode a shared file is written with: certificates
+// and the public key 0644, keys and the encryption configuration 0600.
+func SharedFileMode(name string) os.FileMode {
+	if strings.HasSuffix(name, ".crt") || strings.HasSuffix(name, ".pub") {
+		return 0o644
+	}
+	return 0o600
+}
+
 // SharedFiles are the files every control plane of the cluster shares:
 // what kubeadm-certs carries and an etcd snapshot must keep.
 func SharedFiles(cfg *config.Config) []SharedFile {
@@ -157,33 +170,19 @@ func UploadCerts(ctx context.Context, c kubernetes.Interface, fs fsys.FS, cfg *c
 		return fmt.Errorf("the certificate key must be 64 hexadecimal characters")
 	}
 	data := map[string][]byte{}
-	for _, f := range controlPlaneCertFiles {
-		if cfg.Cluster.Etcd.External != nil && strings.HasPrefix(f, "etcd/") {
+	for _, f := range SharedFiles(cfg) {
+		b, err := fs.ReadFile(path.Join(cfg.Cluster.CertificatesDir, f.Name))
+		if os.IsNotExist(err) && f.Optional {
 			continue
 		}
-		b, err := fs.ReadFile(path.Join(cfg.Cluster.CertificatesDir, f))
 		if err != nil {
-			return fmt.Errorf("reading %s: %w", fs.Path(path.Join(cfg.Cluster.CertificatesDir, f)), err)
+			return fmt.Errorf("reading %s: %w", fs.Path(path.Join(cfg.Cluster.CertificatesDir, f.Name)), err)
 		}
 		enc, err := cryptoutil.EncryptBytes(b, key)
 		if err != nil {
 			return err
 		}
-		data[strings.ReplaceAll(f, "/", "-")] = enc
-	}
-	for _, f := range optionalCertFiles {
-		b, err := fs.ReadFile(path.Join(cfg.Cluster.CertificatesDir, f))
-		if os.IsNotExist(err) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", fs.Path(path.Join(cfg.Cluster.CertificatesDir, f)), err)
-		}
-		enc, err := cryptoutil.EncryptBytes(b, key)
-		if err != nil {
-			return err
-		}
-		data[f] = enc
+		data[f.secretKey()] = enc
 	}
 	tokStr, err := bootstraputil.GenerateBootstrapToken()
 	if err != nil {
@@ -319,35 +318,20 @@ func DownloadCerts(ctx context.Context, c kubernetes.Interface, cfg *config.Conf
 		return nil, fmt.Errorf("reading the Secret %q: %w", KubeadmCertsSecret, err)
 	}
 	var out []CertFile
-	for _, f := range controlPlaneCertFiles {
-		if cfg.Cluster.Etcd.External != nil && strings.HasPrefix(f, "etcd/") {
+	for _, f := range SharedFiles(cfg) {
+		enc, ok := s.Data[f.secretKey()]
+		switch {
+		case !ok && f.Optional:
 			continue
-		}
-		enc, ok := s.Data[strings.ReplaceAll(f, "/", "-")]
-		if !ok {
-			return nil, fmt.Errorf("the Secret %q lacks %s: %s", KubeadmCertsSecret, f, again)
+		case !ok:
+			return nil, fmt.Errorf("the Secret %q lacks %s: %s", KubeadmCertsSecret, f.Name, again)
 		}
 		data, err := cryptoutil.DecryptBytes(enc, key)
 		if err != nil {
-			return nil, fmt.Errorf("the certificate key does not decrypt the Secret %q (%v): it is not the key the certificates were uploaded with. Give the key `kubeboot init --upload-certs` printed, or %s",
-				KubeadmCertsSecret, err, again)
+			return nil, fmt.Errorf("the certificate key does not decrypt %s in the Secret %q (%v): it is not the key the certificates were uploaded with. Give the key `kubeboot init --upload-certs` printed, or %s",
+				f.Name, KubeadmCertsSecret, err, again)
 		}
-		mode := os.FileMode(0o644)
-		if strings.HasSuffix(f, ".key") {
-			mode = 0o600
-		}
-		out = append(out, CertFile{Name: f, Data: data, Mode: mode})
-	}
-	for _, f := range optionalCertFiles {
-		enc, ok := s.Data[f]
-		if !ok {
-			continue
-		}
-		data, err := cryptoutil.DecryptBytes(enc, key)
-		if err != nil {
-			return nil, fmt.Errorf("the certificate key does not decrypt %s in the Secret %q: %v", f, KubeadmCertsSecret, err)
-		}
-		out = append(out, CertFile{Name: f, Data: data, Mode: 0o600})
+		out = append(out, CertFile{Name: f.Name, Data: data, Mode: SharedFileMode(f.Name)})
 	}
 	return out, nil
 }

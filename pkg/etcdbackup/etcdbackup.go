@@ -257,10 +257,7 @@ func Read(file string) (*Bundle, error) {
 // own restore: new member, the data, the snapshot's hash checked).
 func (b *Bundle) RestoreData(fs fsys.FS, cfg *config.Config, node, peerURL string) error {
 	for name, data := range b.PKI {
-		mode := os.FileMode(0o644)
-		if strings.HasSuffix(name, ".key") || !strings.HasSuffix(name, ".crt") && !strings.HasSuffix(name, ".pub") {
-			mode = 0o600
-		}
+		mode := bootstrap.SharedFileMode(name)
 		p := path.Join(cfg.Cluster.CertificatesDir, name)
 		if err := fs.MkdirAll(path.Dir(p), 0o700); err != nil {
 			return err
