@@ -88,7 +88,14 @@ func TestDevUp(t *testing.T) {
 		}
 	}
 	root := filepath.Join(home, ".cache", "kubeboot", "dev")
-	cmd := h.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", h.Binary, "dev", "up", "--mode", "control-plane", "--node-name", "dev")
+	// nobody must be able to run the binary: a clone under a 0700 mktemp
+	// directory keeps it out of reach, so a copy goes next to its home.
+	bin := filepath.Join(filepath.Dir(home), "kubeboot")
+	if out, err := exec.Command("cp", h.Binary, bin).CombinedOutput(); err != nil {
+		t.Fatalf("copying the binary: %v %s", err, out)
+	}
+	os.Chmod(bin, 0o755)
+	cmd := h.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", bin, "dev", "up", "--mode", "control-plane", "--node-name", "dev")
 	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
 	var out lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -419,7 +426,7 @@ func startDevUp(t *testing.T, h *nethost.Host, args ...string) *devUpRun {
 		default:
 		}
 		if !strings.Contains(r.out.String(), "export KUBECONFIG=") {
-			return fmt.Errorf("not yet")
+			return fmt.Errorf("not yet; its output so far:\n%s", r.out.String())
 		}
 		return nil
 	})
