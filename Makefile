@@ -8,6 +8,7 @@ COMMIT       := $(shell git rev-parse --short HEAD 2>/dev/null)
 # The commit date, not the build time, so a rebuild of the same commit links
 # the same binary and the Go build cache stays warm.
 ETCD_VERSION := $(shell go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3 | sed 's/^v//')
+CONTAINERD_VERSION := $(shell go list -m -f '{{.Version}}' github.com/containerd/containerd/v2)
 BUILD_DATE   := $(shell git log -1 --format=%cd --date=format:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || echo 1970-01-01T00:00:00Z)
 
 VERSION_LDFLAGS = \
@@ -25,13 +26,20 @@ VERSION_LDFLAGS = \
 	-X k8s.io/client-go/pkg/version.buildDate=$(BUILD_DATE) \
 	-X github.com/kubeboot/kubeboot/pkg/version.Kubernetes=$(KUBE_VERSION) \
 	-X github.com/kubeboot/kubeboot/pkg/version.Etcd=$(ETCD_VERSION) \
+	-X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION:v%=%) \
+	-X github.com/kubeboot/kubeboot/pkg/version.Containerd=$(CONTAINERD_VERSION:v%=%) \
 	-X github.com/kubeboot/kubeboot/pkg/version.GitCommit=$(COMMIT)
 
-.PHONY: build test test-short clean
+.PHONY: build helpers test test-short clean
 # Static (CGO_ENABLED=0): the same binary runs on the host and as the only
 # file of the images kubeboot builds, where there is no dynamic loader.
-build:
-	CGO_ENABLED=0 go build -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(OUT)/kubeboot ./cmd/kubeboot
+# First the per-pod helpers (the runc shim, pause, the CNI plugins), small
+# binaries of their own that kubeboot embeds (internal/helpers).
+build: helpers
+	CGO_ENABLED=0 go build -tags kubeboot_helpers -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(OUT)/kubeboot ./cmd/kubeboot
+
+helpers:
+	go run ./hack/helpers -o internal/helpers/bin
 
 test-short:
 	go test -short ./...

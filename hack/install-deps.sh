@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what kubeboot's node and tests need from Debian's packages:
-# the container runtime (containerd, runc), the tools kube-proxy and the
+# runc (kubeboot carries containerd 2 and its shim; runc is the one runtime
+# piece it takes from the distribution), the tools kube-proxy and the
 # kubelet call (iptables, conntrack, ...), and what the tests use
 # (iproute2 for network namespaces, util-linux for nsenter/unshare, procps
 # for ps, openssl, systemd for systemd-analyze, which checks the node
 # daemon's unit).
 set -euo pipefail
-pkgs=(containerd runc iptables conntrack socat ethtool iproute2 util-linux procps openssl systemd make git)
+pkgs=(runc iptables conntrack socat ethtool iproute2 util-linux procps openssl systemd make git)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeboot/kubeboot/internal/helpers"
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/images"
@@ -55,16 +56,17 @@ same way: "images export" writes an archive, "images import" loads one
 			if output == "" {
 				return fmt.Errorf("--output is required")
 			}
-			exe, err := os.Executable()
+			files, cleanup, err := builtImageFiles()
 			if err != nil {
 				return err
 			}
+			defer cleanup()
 			tmp := output + ".tmp"
 			f, err := os.Create(tmp)
 			if err != nil {
 				return err
 			}
-			if err := images.WriteArchive(f, exe, images.All()); err != nil {
+			if err := images.WriteArchive(f, files, images.All()); err != nil {
 				f.Close()
 				os.Remove(tmp)
 				return err
@@ -92,12 +94,12 @@ same way: "images export" writes an archive, "images import" loads one
 				if err != nil {
 					return err
 				}
-				err = images.Import(cmd.Context(), sock, f)
+				names, err := images.Import(cmd.Context(), sock, f)
 				f.Close()
 				if err != nil {
 					return fmt.Errorf("importing %s: %w", a, err)
 				}
-				fmt.Fprintf(s.Out, "imported %s\n", a)
+				fmt.Fprintf(s.Out, "imported %s: %s\n", a, strings.Join(names, " "))
 			}
 			return nil
 		},
@@ -111,7 +113,20 @@ same way: "images export" writes an archive, "images import" loads one
 			if exportOut == "" {
 				return fmt.Errorf("--output is required")
 			}
-			if err := images.Export(cmd.Context(), criSocketPath(g.FS(false, nil), criSocket), exportOut, args); err != nil {
+			tmp := exportOut + ".tmp"
+			f, err := os.Create(tmp)
+			if err != nil {
+				return err
+			}
+			err = images.Export(cmd.Context(), criSocketPath(g.FS(false, nil), criSocket), f, args)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err == nil {
+				err = os.Rename(tmp, exportOut)
+			}
+			if err != nil {
+				os.Remove(tmp)
 				return err
 			}
 			fmt.Fprintf(s.Out, "wrote %s\n", exportOut)
@@ -121,4 +136,25 @@ same way: "images export" writes an archive, "images import" loads one
 	exp.Flags().StringVarP(&exportOut, "output", "o", "", "Archive to write")
 	cmd.AddCommand(build, imp, exp)
 	return cmd
+}
+
+// builtImageFiles gives the files kubeboot's images are made of: this
+// binary, and the pause helper written to a temporary directory that
+// cleanup removes.
+func builtImageFiles() (images.Files, func(), error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, err := os.MkdirTemp("", "kubeboot-images-")
+	if err != nil {
+		return nil, nil, err
+	}
+	cleanup := func() { os.RemoveAll(dir) }
+	pause, err := helpers.Extract(helpers.Pause, dir)
+	if err != nil {
+		cleanup()
+		return nil, nil, err
+	}
+	return images.Files{images.Kubeboot: exe, images.PauseFile: pause}, cleanup, nil
 }

@@ -87,6 +87,7 @@ with every component embedded in this one binary and nothing to download.
 		newAPIServerLBCommand(g, s),
 		newCSRApproverCommand(s),
 		newImagesCommand(g, s),
+		newHelpersCommand(g, s),
 		newVersionCommand(s),
 	)
 	return cmd

@@ -9,8 +9,11 @@ package embedded
 
 import (
 	"context"
+	"fmt"
 	"os"
 
+	_ "github.com/containerd/containerd/v2/cmd/containerd/builtins" // containerd's plugins, as its own main imports them
+	containerd "github.com/containerd/containerd/v2/cmd/containerd/command"
 	"github.com/coredns/coredns/coremain"
 	"go.etcd.io/etcd/server/v3/etcdmain"
 	"k8s.io/component-base/cli"
@@ -44,7 +47,6 @@ import (
 
 	// Programs that run before the rest of the binary initialises.
 	"github.com/kubeboot/kubeboot/internal/early"
-	earlycni "github.com/kubeboot/kubeboot/internal/early/cni"
 	"github.com/kubeboot/kubeboot/internal/settle"
 )
 
@@ -60,6 +62,13 @@ func Components() map[string]Main {
 			// upstream's, of which only the imported plugins are registered.
 			os.Args = append([]string{"coredns"}, args...)
 			coremain.Run()
+			return 0
+		}),
+		"containerd": settle.Main(func(args []string) int {
+			if err := containerd.App().Run(context.Background(), append([]string{"containerd"}, args...)); err != nil {
+				fmt.Fprintln(os.Stderr, "containerd:", err)
+				return 1
+			}
 			return 0
 		}),
 		"etcd": settle.Main(func(args []string) int {
@@ -104,12 +113,10 @@ func Components() map[string]Main {
 			return 0
 		},
 	}
-	// Normally dispatched by packages early and early/cni before main;
-	// listed here so that the help text names them.
-	for _, progs := range []map[string]func([]string) int{early.Programs(), earlycni.Programs()} {
-		for name, run := range progs {
-			m[name] = run
-		}
+	// Normally dispatched by package early before main; listed here so
+	// that the help text names them.
+	for name, run := range early.Programs() {
+		m[name] = run
 	}
 	return m
 }

@@ -15,42 +15,49 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	containerd "github.com/containerd/containerd/v2/client"
+
+	"github.com/kubeboot/kubeboot/pkg/images"
 )
 
 // KillContainers kills and deletes every container of containerd's k8s.io
-// namespace through ctr, so that no pod process outlives the node, and
-// returns their IDs. It does nothing when the socket is not there.
+// namespace, through containerd's Go client, so that no pod process
+// outlives the node, and returns their IDs. It does nothing when the
+// socket is not there.
 func KillContainers(ctx context.Context, socket string, out io.Writer) ([]string, error) {
 	if _, err := os.Stat(socket); err != nil {
 		return nil, nil
 	}
-	ctr := func(args ...string) (string, error) {
-		cmd := exec.CommandContext(ctx, "ctr", append([]string{"--address", socket, "--namespace", "k8s.io"}, args...)...)
-		b, err := cmd.CombinedOutput()
-		return string(b), err
-	}
-	list, err := ctr("tasks", "list", "--quiet")
+	c, err := images.Connect(socket)
 	if err != nil {
-		return nil, fmt.Errorf("listing containers: %v: %s", err, list)
+		return nil, err
 	}
-	tasks := strings.Fields(list)
-	// One call per task: --force kills the task's process and deletes the
-	// task once it has exited.
-	for _, id := range tasks {
+	defer c.Close()
+	containers, err := c.Containers(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing containers: %w", err)
+	}
+	var ids []string
+	stopped := 0
+	for _, ctr := range containers {
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return ids, ctx.Err()
 		}
-		ctr("tasks", "delete", "--force", id) //nolint:errcheck
+		// WithProcessKill kills the task's process and waits for it
+		// before deleting the task.
+		if task, err := ctr.Task(ctx, nil); err == nil {
+			if _, err := task.Delete(ctx, containerd.WithProcessKill); err == nil {
+				stopped++
+			}
+		}
+		ctr.Delete(ctx) //nolint:errcheck
+		ids = append(ids, ctr.ID())
 	}
-	containers, _ := ctr("containers", "list", "--quiet")
-	ids := strings.Fields(containers)
-	for _, id := range ids {
-		ctr("containers", "delete", id) //nolint:errcheck
+	if stopped > 0 {
+		fmt.Fprintf(out, "[reset] Stopped %d containers\n", stopped)
 	}
-	if len(tasks) > 0 {
-		fmt.Fprintf(out, "[reset] Stopped %d containers\n", len(tasks))
-	}
-	return append(ids, tasks...), nil
+	return ids, nil
 }
 
 // KillProcesses kills every process whose command line mentions marker

@@ -1,8 +1,6 @@
 package cleanup
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -28,9 +26,6 @@ var (
 	// CNICache is the CNI library's cache of attachment results
 	// (libcni: CacheDir), one file per network, container and interface.
 	CNICache = "/var/lib/cni"
-	// ShimSockets holds the containerd 1.x shims' sockets, one per pod
-	// sandbox, named by a hash of the containerd address and the sandbox.
-	ShimSockets = "/run/containerd/s"
 )
 
 // Shared removes what one node left at the machine-wide paths.
@@ -40,12 +35,12 @@ type Shared struct {
 	PodLogsDir string
 	// CNINetwork is the node's CNI network name.
 	CNINetwork string
-	// ContainerdAddress is the host path of the node's containerd socket,
-	// and ContainerIDs the containers (sandboxes among them) it ran: their
-	// shims' sockets are named from the two.
-	ContainerdAddress string
-	ContainerIDs      []string
-	Out               io.Writer
+	// ShimSocketDir is the node's own directory of shim sockets when it
+	// sits outside the root prefix (node.ShimSocketDir), else empty.
+	ShimSocketDir string
+	// ContainerIDs are the containers (sandboxes among them) it ran.
+	ContainerIDs []string
+	Out          io.Writer
 }
 
 // Remove deletes the node's entries, and the machine-wide directories
@@ -87,18 +82,24 @@ func (s Shared) Remove() error {
 			remove(filepath.Join(results, e.Name()))
 		}
 	}
-	if s.ContainerdAddress != "" {
-		for id := range ids {
-			remove(filepath.Join(ShimSockets, ShimSocketName(s.ContainerdAddress, "k8s.io", id)))
+	var shimParent string
+	if s.ShimSocketDir != "" {
+		if _, err := os.Stat(s.ShimSocketDir); err == nil {
+			if err := os.RemoveAll(s.ShimSocketDir); err != nil {
+				errs = append(errs, err)
+			} else {
+				fmt.Fprintf(s.Out, "[reset] Deleted %s\n", s.ShimSocketDir)
+			}
 		}
+		shimParent = filepath.Dir(s.ShimSocketDir)
 	}
 	others := OtherNodeProcesses()
 	if len(others) == 0 {
 		for _, f := range []string{"kubelet.sock", "kubelet_internal_checkpoint"} {
 			remove(filepath.Join(DevicePlugins, f))
 		}
-		for _, dir := range []string{ContainerLogLinks, results, CNICache, ShimSockets, filepath.Dir(ShimSockets), DevicePlugins, filepath.Dir(DevicePlugins)} {
-			if isEmptyDir(dir) {
+		for _, dir := range []string{ContainerLogLinks, results, CNICache, shimParent, filepath.Dir(shimParent), DevicePlugins, filepath.Dir(DevicePlugins)} {
+			if dir != "" && dir != "." && isEmptyDir(dir) {
 				remove(dir)
 			}
 		}
@@ -127,13 +128,6 @@ func cniResultOf(file, network string) (string, bool) {
 		return "", false
 	}
 	return m[1], true
-}
-
-// ShimSocketName is the name containerd 1.x gives the socket of a shim:
-// the hex sha256 of "<containerd address>/<namespace>/<id>".
-func ShimSocketName(address, namespace, id string) string {
-	sum := sha256.Sum256([]byte(filepath.Join(address, namespace, id)))
-	return hex.EncodeToString(sum[:])
 }
 
 func isEmptyDir(dir string) bool {

@@ -13,13 +13,13 @@ import (
 // directories holding two nodes' entries.
 func TestSharedRemovesOnlyOwnEntries(t *testing.T) {
 	dir := t.TempDir()
-	old := []string{ContainerLogLinks, DevicePlugins, CNICache, ShimSockets}
-	defer func() { ContainerLogLinks, DevicePlugins, CNICache, ShimSockets = old[0], old[1], old[2], old[3] }()
+	old := []string{ContainerLogLinks, DevicePlugins, CNICache}
+	defer func() { ContainerLogLinks, DevicePlugins, CNICache = old[0], old[1], old[2] }()
 	ContainerLogLinks = filepath.Join(dir, "var/log/containers")
 	DevicePlugins = filepath.Join(dir, "var/lib/kubelet/device-plugins")
 	CNICache = filepath.Join(dir, "var/lib/cni")
-	ShimSockets = filepath.Join(dir, "run/containerd/s")
-	for _, d := range []string{ContainerLogLinks, DevicePlugins, filepath.Join(CNICache, "results"), ShimSockets} {
+	shims := filepath.Join(dir, "run/kubeboot/s")
+	for _, d := range []string{ContainerLogLinks, DevicePlugins, filepath.Join(CNICache, "results"), filepath.Join(shims, "kubeboot-aaaa1111"), filepath.Join(shims, "kubeboot-bbbb2222")} {
 		os.MkdirAll(d, 0o755)
 	}
 	id := func(c byte) string { return strings.Repeat(string(c), 64) }
@@ -36,11 +36,10 @@ func TestSharedRemovesOnlyOwnEntries(t *testing.T) {
 	} {
 		os.WriteFile(filepath.Join(results, f), nil, 0o600)
 	}
-	addr := "/nodes/a/root/run/kubeboot/containerd/containerd.sock"
-	os.WriteFile(filepath.Join(ShimSockets, ShimSocketName(addr, "k8s.io", mine)), nil, 0o600)
-	os.WriteFile(filepath.Join(ShimSockets, ShimSocketName("/nodes/b/sock", "k8s.io", theirs)), nil, 0o600)
+	os.WriteFile(filepath.Join(shims, "kubeboot-aaaa1111", mine), nil, 0o600)
+	os.WriteFile(filepath.Join(shims, "kubeboot-bbbb2222", theirs), nil, 0o600)
 
-	s := Shared{PodLogsDir: "/nodes/a/root/var/log/pods", CNINetwork: "kubeboot-aaaa1111", ContainerdAddress: addr, Out: io.Discard}
+	s := Shared{PodLogsDir: "/nodes/a/root/var/log/pods", CNINetwork: "kubeboot-aaaa1111", ShimSocketDir: filepath.Join(shims, "kubeboot-aaaa1111"), Out: io.Discard}
 	if err := s.Remove(); err != nil {
 		t.Fatal(err)
 	}
@@ -58,8 +57,8 @@ func TestSharedRemovesOnlyOwnEntries(t *testing.T) {
 	if got := left(results); len(got) != 3 || slices.ContainsFunc(got, func(n string) bool { return strings.Contains(n, mine) }) {
 		t.Errorf("CNI results left: %v", got)
 	}
-	if got := left(ShimSockets); len(got) != 1 || got[0] != ShimSocketName("/nodes/b/sock", "k8s.io", theirs) {
-		t.Errorf("shim sockets left: %v", got)
+	if got := left(shims); len(got) != 1 || got[0] != "kubeboot-bbbb2222" {
+		t.Errorf("shim socket dirs left: %v", got)
 	}
 }
 

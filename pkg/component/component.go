@@ -36,7 +36,7 @@ type Spec struct {
 	// status); written with the spec.
 	Role Role `json:"role,omitempty"`
 	// Exec, when set, is the executable to run instead of the kubeboot
-	// binary (containerd comes from the distribution).
+	// binary (a program kubeboot does not carry).
 	Exec string `json:"exec,omitempty"`
 	// Args are the flags, in order. Paths in them are host paths.
 	Args []string `json:"args"`

@@ -22,8 +22,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kubeboot/kubeboot/internal/helpers"
 	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/node"
 	"github.com/kubeboot/kubeboot/pkg/supervisor"
 )
 
@@ -242,6 +244,7 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 	logf("kubeboot daemon started (pid %d, root %s)", os.Getpid(), fs.Path("/"))
+	verifyHelpers(fs, logf)
 	reload()
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
@@ -439,4 +442,22 @@ func signalAndWait(ctx context.Context, fs fsys.FS, timeout time.Duration, what 
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("the kubeboot daemon did not %s within %s; see %s", what, timeout, fs.Path(LogFile))
+}
+
+// verifyHelpers checks, at every start, the per-pod helpers init or join
+// wrote (a node whose containerd is kubeboot's), by sha256, and rewrites
+// any that differ from what this binary carries, before containerd
+// starts a shim or a CNI plugin from them.
+func verifyHelpers(fs fsys.FS, logf func(format string, args ...any)) {
+	dir := fs.Path(path.Dir(node.HelpersDir))
+	if _, err := os.Stat(dir); err != nil {
+		return
+	}
+	start := time.Now()
+	res, err := helpers.Install(dir, logf)
+	if err != nil {
+		logf("[helpers] %v", err)
+		return
+	}
+	logf("[helpers] %d per-pod helpers in %s verified by sha256 in %s, %d rewritten", res.Verified+len(res.Written), res.Dir, time.Since(start).Round(time.Millisecond), len(res.Written))
 }

@@ -31,8 +31,8 @@ import (
 type Launch struct {
 	Name string `json:"name"`
 	// Program is the executable to run: the upstream program's name
-	// (kube-scheduler, etcd), kubeboot for its own components, or the path
-	// of a program kubeboot does not carry (containerd).
+	// (kube-scheduler, etcd, containerd), kubeboot for its own components,
+	// or the path of a program kubeboot does not carry.
 	Program string `json:"program"`
 	// Package is the Go import path of its main package, and PackageDir
 	// that package's directory (the module cache, or a source checkout):
@@ -80,6 +80,9 @@ var kubernetesCmds = map[string]bool{
 // etcdModule is the module whose root package is etcd's main.
 const etcdModule = "go.etcd.io/etcd/server/v3"
 
+// containerdModule is containerd's module; its main is cmd/containerd.
+const containerdModule = "github.com/containerd/containerd/v2"
+
 // FromSpec is the launch of a spec. env is the environment the daemon
 // gives its components (without PATH, which the developer's own is), cwd
 // the working directory it runs them in.
@@ -95,6 +98,9 @@ func FromSpec(spec component.Spec, specFile string, env []string, cwd string, sr
 		} else {
 			l.PackageDir = modDir(src.ModCache, "k8s.io/kubernetes", version.Kubernetes, "cmd/"+spec.Name)
 		}
+	case spec.Name == component.Containerd:
+		l.Package = containerdModule + "/cmd/containerd"
+		l.PackageDir = modDir(src.ModCache, containerdModule, "v"+strings.TrimPrefix(version.Containerd, "v"), "cmd/containerd")
 	case spec.Name == component.Etcd:
 		l.Package = etcdModule
 		l.PackageDir = modDir(src.ModCache, etcdModule, "v"+strings.TrimPrefix(version.Etcd, "v"), "")

@@ -23,7 +23,7 @@ func launches(t *testing.T) ([]component.Spec, []Launch) {
 		t.Fatal(err)
 	}
 	r := component.Renderer{Cfg: cfg, FS: fsys.NewRoot("/tmp/dev root")}
-	specs := append(r.Specs(component.RoleControlPlane), r.NetAgentSpec(), r.ContainerdSpec("/usr/bin/containerd"))
+	specs := append(r.Specs(component.RoleControlPlane), r.NetAgentSpec(), r.ContainerdSpec())
 	var ls []Launch
 	for _, s := range specs {
 		ls = append(ls, FromSpec(s, "/spec/"+s.Name+".json", []string{"GOGC=50"}, "/tmp/dev root", Sources{ModCache: "/mod"}))
@@ -39,7 +39,7 @@ func TestPrograms(t *testing.T) {
 		"kube-scheduler":          {"kube-scheduler", "/mod/k8s.io/kubernetes@v1.37.2/cmd/kube-scheduler"},
 		"kube-controller-manager": {"kube-controller-manager", "/mod/k8s.io/kubernetes@v1.37.2/cmd/kube-controller-manager"},
 		"netagent":                {"kubeboot", "${workspaceFolder}/cmd/kubeboot"},
-		"containerd":              {"/usr/bin/containerd", ""},
+		"containerd":              {"containerd", "/mod/github.com/containerd/containerd/v2@v" + version.Containerd + "/cmd/containerd"},
 	}
 	for _, l := range ls {
 		w, ok := want[l.Name]
@@ -159,7 +159,7 @@ func TestDlv(t *testing.T) {
 			t.Errorf("dlv %s: %s", f[1], line)
 		}
 	}
-	if execs != len(ls) || debug != len(ls)-1 { // containerd is not built by kubeboot
+	if execs != len(ls) || debug != len(ls) {
 		t.Errorf("%d dlv debug and %d dlv exec lines for %d components", debug, execs, len(ls))
 	}
 }

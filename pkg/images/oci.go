@@ -10,25 +10,37 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"sort"
 	"time"
 )
 
-// Image is one image kubeboot builds from its own binary: the binary is
-// the image's only file, at /kubeboot, and the entrypoint picks the
-// program.
+// Image is one image kubeboot builds from files it carries: the image's
+// only file is File, at /<File>, and the entrypoint runs it.
 type Image struct {
-	Name       string
+	Name string
+	// File is the image's one file: Kubeboot (the kubeboot binary, whose
+	// first argument picks the program) or the name of a helper.
+	File       string
 	Entrypoint []string
 }
+
+// Kubeboot is the File of the images made of the kubeboot binary.
+const Kubeboot = "kubeboot"
+
+// PauseFile is the File of the pause image: the small pause helper.
+const PauseFile = "pause"
 
 // All lists the images every node carries.
 func All() []Image {
 	return []Image{
-		{Name: Pause, Entrypoint: []string{"/kubeboot", "pause"}},
-		{Name: CoreDNS, Entrypoint: []string{"/kubeboot", "coredns"}},
-		{Name: TestServer, Entrypoint: []string{"/kubeboot", "test-server"}},
+		{Name: Pause, File: PauseFile, Entrypoint: []string{"/pause"}},
+		{Name: CoreDNS, File: Kubeboot, Entrypoint: []string{"/kubeboot", "coredns"}},
+		{Name: TestServer, File: Kubeboot, Entrypoint: []string{"/kubeboot", "test-server"}},
 	}
 }
+
+// Files maps each File of the images to the host file it is made of.
+type Files map[string]string
 
 const (
 	mediaLayer    = "application/vnd.oci.image.layer.v1.tar"
@@ -50,20 +62,24 @@ type platform struct {
 	OS           string `json:"os"`
 }
 
-// fixed timestamp: the same binary always yields the same image digests.
+// fixed timestamp: the same files always yield the same image digests.
 var epoch = time.Unix(0, 0).UTC()
 
-// writeLayer writes the layer tar (the binary at /kubeboot) to w.
-func writeLayer(w io.Writer, bin *os.File, size int64) error {
+// writeLayer writes the layer tar (the file at /<name>) to w.
+func writeLayer(w io.Writer, name string, bin *os.File) error {
+	st, err := bin.Stat()
+	if err != nil {
+		return err
+	}
 	if _, err := bin.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
 	tw := tar.NewWriter(w)
-	hdr := &tar.Header{Name: "kubeboot", Mode: 0o755, Size: size, ModTime: epoch, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+	hdr := &tar.Header{Name: name, Mode: 0o755, Size: st.Size(), ModTime: epoch, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
 	if err := tw.WriteHeader(hdr); err != nil {
 		return err
 	}
-	if _, err := io.CopyN(tw, bin, size); err != nil {
+	if _, err := io.CopyN(tw, bin, st.Size()); err != nil {
 		return err
 	}
 	return tw.Close()
@@ -81,25 +97,101 @@ func digestOf(b []byte) string {
 	return "sha256:" + hex.EncodeToString(s[:])
 }
 
+// blob is a config or manifest of a built image.
+type blob struct {
+	desc descriptor
+	data []byte
+}
+
+// built is what the images are made of, once their layers are known.
+type built struct {
+	blobs []blob // configs and manifests
+	// manifests are the images' manifests, in the order of the images,
+	// named by their annotations.
+	manifests []descriptor
+}
+
+// describe makes the images' configs and manifests, given the descriptor
+// of each File's layer.
+func describe(images []Image, layers map[string]descriptor) (built, error) {
+	var b built
+	plat := &platform{Architecture: runtime.GOARCH, OS: "linux"}
+	for _, img := range images {
+		layer, ok := layers[img.File]
+		if !ok {
+			return b, fmt.Errorf("no file for image %s (%s)", img.Name, img.File)
+		}
+		cfg, err := json.Marshal(map[string]any{
+			"architecture": plat.Architecture, "os": plat.OS, "created": epoch.Format(time.RFC3339),
+			"config": map[string]any{"Entrypoint": img.Entrypoint, "Env": []string{"PATH=/"}, "WorkingDir": "/"},
+			"rootfs": map[string]any{"type": "layers", "diff_ids": []string{layer.Digest}},
+		})
+		if err != nil {
+			return b, err
+		}
+		cfgDesc := descriptor{MediaType: mediaConfig, Digest: digestOf(cfg), Size: int64(len(cfg))}
+		man, err := json.Marshal(map[string]any{
+			"schemaVersion": 2, "mediaType": mediaManifest,
+			"config": cfgDesc,
+			"layers": []descriptor{layer},
+		})
+		if err != nil {
+			return b, err
+		}
+		manDesc := descriptor{MediaType: mediaManifest, Digest: digestOf(man), Size: int64(len(man))}
+		b.blobs = append(b.blobs, blob{cfgDesc, cfg}, blob{manDesc, man})
+		manDesc.Platform = plat
+		manDesc.Annotations = map[string]string{
+			"io.containerd.image.name":          img.Name,
+			"org.opencontainers.image.ref.name": img.Name,
+		}
+		b.manifests = append(b.manifests, manDesc)
+	}
+	return b, nil
+}
+
+// filesOf lists the distinct Files of images, sorted.
+func filesOf(images []Image) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, img := range images {
+		if !seen[img.File] {
+			seen[img.File] = true
+			out = append(out, img.File)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // WriteArchive writes an OCI image layout tarball holding every image of
-// images, all sharing one layer made of the binary at binPath. containerd
-// (`ctr images import`) and other OCI tools read it.
-func WriteArchive(w io.Writer, binPath string, images []Image) error {
-	bin, err := os.Open(binPath)
+// images; images made of the same File share its layer. containerd and
+// other OCI tools read it.
+func WriteArchive(w io.Writer, files Files, images []Image) error {
+	open := map[string]*os.File{}
+	defer func() {
+		for _, f := range open {
+			f.Close()
+		}
+	}()
+	// First pass: each layer's digest, which the configs and manifests name.
+	layers := map[string]descriptor{}
+	for _, name := range filesOf(images) {
+		f, err := os.Open(files[name])
+		if err != nil {
+			return fmt.Errorf("image file %s: %w", name, err)
+		}
+		open[name] = f
+		c := &counter{h: sha256.New()}
+		if err := writeLayer(c, name, f); err != nil {
+			return err
+		}
+		layers[name] = descriptor{MediaType: mediaLayer, Digest: "sha256:" + hex.EncodeToString(c.h.Sum(nil)), Size: c.n}
+	}
+	b, err := describe(images, layers)
 	if err != nil {
 		return err
 	}
-	defer bin.Close()
-	st, err := bin.Stat()
-	if err != nil {
-		return err
-	}
-	// First pass: the layer's digest, which the configs and manifests name.
-	c := &counter{h: sha256.New()}
-	if err := writeLayer(c, bin, st.Size()); err != nil {
-		return err
-	}
-	layer := descriptor{MediaType: mediaLayer, Digest: "sha256:" + hex.EncodeToString(c.h.Sum(nil)), Size: c.n}
 
 	tw := tar.NewWriter(w)
 	file := func(name string, data []byte) error {
@@ -109,10 +201,7 @@ func WriteArchive(w io.Writer, binPath string, images []Image) error {
 		_, err := tw.Write(data)
 		return err
 	}
-	blob := func(data []byte) (string, error) {
-		d := digestOf(data)
-		return d, file("blobs/sha256/"+d[len("sha256:"):], data)
-	}
+	blobPath := func(d string) string { return "blobs/sha256/" + d[len("sha256:"):] }
 	for _, dir := range []string{"blobs/", "blobs/sha256/"} {
 		if err := tw.WriteHeader(&tar.Header{Name: dir, Mode: 0o755, ModTime: epoch, Typeflag: tar.TypeDir}); err != nil {
 			return err
@@ -121,54 +210,22 @@ func WriteArchive(w io.Writer, binPath string, images []Image) error {
 	if err := file("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
 		return err
 	}
-	// The layer, streamed a second time.
-	if err := tw.WriteHeader(&tar.Header{Name: "blobs/sha256/" + layer.Digest[len("sha256:"):], Mode: 0o644, Size: layer.Size, ModTime: epoch, Typeflag: tar.TypeReg}); err != nil {
-		return err
-	}
-	if err := writeLayer(tw, bin, st.Size()); err != nil {
-		return err
-	}
-	plat := &platform{Architecture: runtime.GOARCH, OS: "linux"}
-	var index struct {
-		SchemaVersion int          `json:"schemaVersion"`
-		MediaType     string       `json:"mediaType"`
-		Manifests     []descriptor `json:"manifests"`
-	}
-	index.SchemaVersion, index.MediaType = 2, mediaIndex
-	for _, img := range images {
-		cfg, err := json.Marshal(map[string]any{
-			"architecture": plat.Architecture, "os": plat.OS, "created": epoch.Format(time.RFC3339),
-			"config": map[string]any{"Entrypoint": img.Entrypoint, "Env": []string{"PATH=/"}, "WorkingDir": "/"},
-			"rootfs": map[string]any{"type": "layers", "diff_ids": []string{layer.Digest}},
-		})
-		if err != nil {
+	// The layers, streamed a second time.
+	for _, name := range filesOf(images) {
+		l := layers[name]
+		if err := tw.WriteHeader(&tar.Header{Name: blobPath(l.Digest), Mode: 0o644, Size: l.Size, ModTime: epoch, Typeflag: tar.TypeReg}); err != nil {
 			return err
 		}
-		cfgDigest, err := blob(cfg)
-		if err != nil {
+		if err := writeLayer(tw, name, open[name]); err != nil {
 			return err
 		}
-		man, err := json.Marshal(map[string]any{
-			"schemaVersion": 2, "mediaType": mediaManifest,
-			"config": descriptor{MediaType: mediaConfig, Digest: cfgDigest, Size: int64(len(cfg))},
-			"layers": []descriptor{layer},
-		})
-		if err != nil {
-			return err
-		}
-		manDigest, err := blob(man)
-		if err != nil {
-			return err
-		}
-		index.Manifests = append(index.Manifests, descriptor{
-			MediaType: mediaManifest, Digest: manDigest, Size: int64(len(man)), Platform: plat,
-			Annotations: map[string]string{
-				"io.containerd.image.name":          img.Name,
-				"org.opencontainers.image.ref.name": img.Name,
-			},
-		})
 	}
-	idx, err := json.Marshal(index)
+	for _, bl := range b.blobs {
+		if err := file(blobPath(bl.desc.Digest), bl.data); err != nil {
+			return err
+		}
+	}
+	idx, err := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": mediaIndex, "manifests": b.manifests})
 	if err != nil {
 		return err
 	}

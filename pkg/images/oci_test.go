@@ -14,11 +14,18 @@ import (
 )
 
 func TestWriteArchive(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "kubeboot")
-	content := []byte("#!/bin/true\nnot really a binary\n")
-	os.WriteFile(bin, content, 0o755)
+	dir := t.TempDir()
+	content := map[string][]byte{
+		Kubeboot:  []byte("#!/bin/true\nnot really a binary\n"),
+		PauseFile: []byte("#!/bin/true\nnot really pause\n"),
+	}
+	src := Files{}
+	for name, b := range content {
+		src[name] = filepath.Join(dir, name)
+		os.WriteFile(src[name], b, 0o755)
+	}
 	var buf bytes.Buffer
-	if err := WriteArchive(&buf, bin, All()); err != nil {
+	if err := WriteArchive(&buf, src, All()); err != nil {
 		t.Fatal(err)
 	}
 	files := map[string][]byte{}
@@ -55,6 +62,7 @@ func TestWriteArchive(t *testing.T) {
 	if len(index.Manifests) != len(All()) {
 		t.Fatalf("%d manifests, want %d", len(index.Manifests), len(All()))
 	}
+	layerDigests := map[string]bool{}
 	for i, m := range index.Manifests {
 		if m.Annotations["io.containerd.image.name"] != All()[i].Name {
 			t.Errorf("manifest %d is named %q", i, m.Annotations["io.containerd.image.name"])
@@ -67,14 +75,18 @@ func TestWriteArchive(t *testing.T) {
 		if len(man.Layers) != 1 {
 			t.Fatalf("manifest %d has %d layers", i, len(man.Layers))
 		}
+		layerDigests[man.Layers[0].Digest] = true
 		layer := files["blobs/sha256/"+strings.TrimPrefix(man.Layers[0].Digest, "sha256:")]
 		lr := tar.NewReader(bytes.NewReader(layer))
 		h, err := lr.Next()
-		if err != nil || h.Name != "kubeboot" || h.Mode != 0o755 {
+		if err != nil || h.Name != All()[i].File || h.Mode != 0o755 {
 			t.Fatalf("layer entry %+v %v", h, err)
 		}
-		if b, _ := io.ReadAll(lr); !bytes.Equal(b, content) {
-			t.Error("the layer's only file is not the binary")
+		if b, _ := io.ReadAll(lr); !bytes.Equal(b, content[All()[i].File]) {
+			t.Errorf("the layer's only file is not %s", All()[i].File)
+		}
+		if _, err := lr.Next(); err != io.EOF {
+			t.Errorf("layer of %s has more than one file", All()[i].Name)
 		}
 		var cfg struct{ Config struct{ Entrypoint []string } }
 		json.Unmarshal(files["blobs/sha256/"+strings.TrimPrefix(man.Config.Digest, "sha256:")], &cfg)
@@ -82,11 +94,15 @@ func TestWriteArchive(t *testing.T) {
 			t.Errorf("entrypoint %v, want %v", cfg.Config.Entrypoint, All()[i].Entrypoint)
 		}
 	}
+	// Images of the same file share its layer: two layers in all.
+	if len(layerDigests) != 2 {
+		t.Errorf("%d distinct layers, want 2", len(layerDigests))
+	}
 	// The same binary always yields the same archive (fixed timestamps).
 	var again bytes.Buffer
-	WriteArchive(&again, bin, All())
+	WriteArchive(&again, src, All())
 	var first bytes.Buffer
-	WriteArchive(&first, bin, All())
+	WriteArchive(&first, src, All())
 	if !bytes.Equal(first.Bytes(), again.Bytes()) {
 		t.Error("archives of the same binary differ")
 	}

@@ -2,55 +2,96 @@ package node
 
 import (
 	"fmt"
+	"path"
 
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/images"
 )
 
-// ContainerdConfigTOML renders the containerd configuration kubeboot runs
-// containerd with: its own root, state and socket under the root prefix,
-// kubeboot's pause image as the sandbox image, the CNI dirs, cgroupfs, and
-// restrict_oom_score_adj (root here lacks CAP_SYS_RESOURCE, so runc could
-// not apply the kubelet's negative OOM scores).
+// ContainerdConfigTOML renders the configuration (version 4, containerd
+// 2.4's own, so that it loads without migration) kubeboot
+// runs its containerd 2 with: its own root, state and sockets under the
+// root prefix (the shims' sockets sit in the state dir), the shim and the
+// CNI plugins from kubeboot's helpers, kubeboot's pause image as the
+// sandbox image, cgroupfs, and restrict_oom_score_adj (root here lacks
+// CAP_SYS_RESOURCE, so runc could not apply the kubelet's negative OOM
+// scores). NRI is off: its socket would be /var/run/nri/nri.sock, shared
+// by every node of a machine, and nothing of kubeboot's uses it.
 func ContainerdConfigTOML(fs fsys.FS) string {
 	return fmt.Sprintf(`# Written by kubeboot. containerd runs under the kubeboot node daemon.
-version = 2
+version = 4
 root = %[1]q
 state = %[2]q
-disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.blockfile",
+  "io.containerd.snapshotter.v1.erofs",
+  "io.containerd.differ.v1.erofs",
+  "io.containerd.nri.v1.nri",
+  "io.containerd.tracing.processor.v1.otlp",
+  "io.containerd.internal.v1.tracing",
+]
 
-[grpc]
+[plugins."io.containerd.server.v1.grpc"]
   address = %[3]q
 
-[ttrpc]
+[plugins."io.containerd.server.v1.ttrpc"]
   address = %[4]q
+
+[plugins."io.containerd.shim.v1.manager"]
+  socket_dir = %[11]q
 
 [plugins."io.containerd.internal.v1.opt"]
   path = %[5]q
 
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = %[6]q
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = %[6]q
+
+[plugins."io.containerd.cri.v1.runtime"]
   restrict_oom_score_adj = true
-  stream_server_address = "127.0.0.1"
-  stream_server_port = "0"
-  enable_cdi = false
+  # No CDI devices: the default spec dirs are the host's /etc/cdi and
+  # /var/run/cdi, shared by every node of a machine.
+  cdi_spec_dirs = []
   # Pod network namespaces live under the state dir, so that they sit
   # under the root prefix and reset finds them.
   netns_mounts_under_state_dir = true
-
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      runtime_path = %[10]q
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
         SystemdCgroup = false
         Root = %[9]q
-
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = %[7]q
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = [%[7]q]
     conf_dir = %[8]q
     max_conf_num = 1
+
+[plugins."io.containerd.grpc.v1.cri"]
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
 `, fs.Path(ContainerdRoot), fs.Path(ContainerdState), fs.Path(ContainerdSocket), fs.Path(ContainerdSocket)+".ttrpc",
-		fs.Path("/var/lib/kubeboot/containerd-opt"), images.Pause, fs.Path(CNIBinDir), fs.Path(CNIConfDir), fs.Path(RuncRoot))
+		fs.Path(ContainerdOpt), images.Pause, fs.Path(CNIBinDir), fs.Path(CNIConfDir), fs.Path(RuncRoot),
+		fs.Path(ShimPath), ShimSocketDir(fs))
+}
+
+// maxShimSocketDir is containerd's limit on the shims' socket directory
+// (a socket's path is the directory and a 64-hex name, within the 108
+// bytes of a unix socket address).
+const maxShimSocketDir = 42
+
+// ShimSocketDir is where the node's shims put their sockets: under the
+// state dir when its path is short enough, else a directory named after
+// the node's tag in /run/kubeboot/s, which reset removes. containerd's
+// default, /run/containerd/s, is shared by every containerd of a machine.
+func ShimSocketDir(fs fsys.FS) string {
+	if d := fs.Path(ContainerdState + "/s"); len(d) <= maxShimSocketDir {
+		return d
+	}
+	return path.Join(ShimSocketsDir, fsys.Tag(fs.Path("/")))
 }

@@ -14,13 +14,28 @@ const (
 	ContainerdSocket = ContainerdState + "/containerd.sock"
 	// RuncRoot is runc's state (one directory per container); runc's own
 	// default is /run/containerd/runc, shared by every node of a machine.
-	RuncRoot      = "/run/kubeboot/runc"
-	CNIBinDir     = "/var/lib/kubeboot/cni/bin"
-	CNIConfDir    = "/etc/cni/net.d"
-	CNIConfFile   = CNIConfDir + "/10-kubeboot.conflist"
-	CNIDataDir    = "/var/lib/cni"
-	KubeletDir    = "/var/lib/kubelet"
-	KubeletConfig = KubeletDir + "/config.yaml"
+	RuncRoot = "/run/kubeboot/runc"
+	// ShimSocketsDir holds, in a directory per node tag, the shims'
+	// sockets of nodes whose root prefix is too long for them to sit in
+	// the state dir (see ShimSocketDir). It is a host path.
+	ShimSocketsDir = "/run/kubeboot/s"
+	// HelpersDir holds the per-pod helpers kubeboot carries (the runc
+	// shim, pause, the CNI plugins): a link to the content-addressed
+	// directory of the running binary's helpers (see package helpers).
+	HelpersDir = "/var/lib/kubeboot/helpers/current"
+	ShimPath   = HelpersDir + "/containerd-shim-runc-v2"
+	CNIBinDir  = HelpersDir
+	// ContainerdOpt is containerd's opt directory: containerd puts its
+	// bin, a link to HelpersDir, first in its PATH, where it finds the
+	// shim of the containers it finds running when it starts again
+	// (runtime_path serves only the containers it creates).
+	ContainerdOpt    = "/var/lib/kubeboot/containerd-opt"
+	ContainerdOptBin = ContainerdOpt + "/bin"
+	CNIConfDir       = "/etc/cni/net.d"
+	CNIConfFile      = CNIConfDir + "/10-kubeboot.conflist"
+	CNIDataDir       = "/var/lib/cni"
+	KubeletDir       = "/var/lib/kubelet"
+	KubeletConfig    = KubeletDir + "/config.yaml"
 	// PodLogsDir is where the kubelet keeps the pods' logs (its podLogsDir).
 	PodLogsDir = "/var/log/pods"
 	// VolumePluginDir is the kubelet's FlexVolume plugin directory (its

@@ -11,14 +11,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/kubeboot/kubeboot/internal/helpers"
 	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/config"
-	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/images"
@@ -116,9 +116,13 @@ func (n *Node) Checks() []preflight.Check {
 	}
 	if r.ManagedContainerd() {
 		checks = append(checks,
-			preflight.InPath("containerd", "kubeboot runs containerd from the distribution: run `apt-get install containerd runc` (or give --cri-socket of a running CRI runtime)"),
-			preflight.InPath("runc", "containerd needs runc: run `apt-get install runc`"),
-			preflight.InPath("ctr", "kubeboot imports its images with containerd's ctr: run `apt-get install containerd`"),
+			// kubeboot carries containerd 2 and its shim; runc is the one
+			// runtime piece it takes from the distribution.
+			preflight.InPath("runc", "kubeboot's containerd runs containers with runc: run `apt-get install runc` (or give --cri-socket of a CRI runtime of your own)"),
+			preflight.Check{Name: "Helpers", Run: func() ([]string, error) {
+				_, err := helpers.Load()
+				return nil, err
+			}},
 		)
 	}
 	checks = append(checks, preflight.InPath("iptables", "kube-proxy and the CNI plugins need iptables: run `apt-get install iptables`"))
@@ -135,8 +139,9 @@ func (n *Node) Checks() []preflight.Check {
 // by iptables (Services). They are per network namespace.
 var sysctls = []string{"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/bridge/bridge-nf-call-iptables", "/proc/sys/net/bridge/bridge-nf-call-ip6tables"}
 
-// PrepareHost sets the sysctls and links the CNI plugins.
-func (n *Node) PrepareHost() error {
+// PrepareHost sets the sysctls and writes the per-pod helpers (the runc
+// shim, pause, the CNI plugins) under the root prefix.
+func (n *Node) PrepareHost(prefix string) error {
 	for _, s := range sysctls {
 		if n.FS.DryRun() {
 			n.Logf("[dryrun] Would set %s to 1", s)
@@ -146,30 +151,34 @@ func (n *Node) PrepareHost() error {
 			return fmt.Errorf("setting %s: %w", s, err)
 		}
 	}
-	return n.linkCNIPlugins()
-}
-
-// linkCNIPlugins makes the CNI plugins containerd execs: links to the
-// kubeboot binary, which dispatches on its name.
-func (n *Node) linkCNIPlugins() error {
-	if n.FS.DryRun() {
-		n.Logf("[dryrun] Would link the CNI plugins %v in %q to %s", node.CNIPlugins, n.FS.Path(node.CNIBinDir), n.Exe)
+	if !n.Renderer().ManagedContainerd() {
 		return nil
 	}
-	dir := n.FS.Path(node.CNIBinDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir := n.FS.Path(path.Dir(node.HelpersDir))
+	if n.FS.DryRun() {
+		n.Logf("[dryrun] Would write the per-pod helpers (%s, %s and the CNI plugins %v) to %q", helpers.Shim, helpers.Pause, helpers.CNIPlugins, dir)
+		return nil
+	}
+	res, err := helpers.Install(dir, n.Logf)
+	if err != nil {
+		return fmt.Errorf("writing the per-pod helpers: %w", err)
+	}
+	// containerd's PATH starts with its opt bin: the helpers.
+	if err := n.FS.MkdirAll(node.ContainerdOpt, 0o711); err != nil {
 		return err
 	}
-	for _, p := range node.CNIPlugins {
-		link := path.Join(dir, p)
-		if cur, err := os.Readlink(link); err == nil && cur == n.Exe {
-			continue
-		}
-		os.Remove(link)
-		if err := os.Symlink(n.Exe, link); err != nil {
+	optBin := n.FS.Path(node.ContainerdOptBin)
+	target, err := filepath.Rel(path.Dir(optBin), n.FS.Path(node.HelpersDir))
+	if err != nil {
+		return err
+	}
+	if cur, err := os.Readlink(optBin); err != nil || cur != target {
+		os.Remove(optBin)
+		if err := os.Symlink(target, optBin); err != nil {
 			return err
 		}
 	}
+	n.Logf("[%s] Wrote the per-pod helpers (%s, %s and the CNI plugins %v) to %q, verified by sha256", prefix, helpers.Shim, helpers.Pause, helpers.CNIPlugins, res.Dir)
 	return nil
 }
 
@@ -183,11 +192,7 @@ func (n *Node) StartRuntime(ctx context.Context, prefix string) error {
 		if err := n.FS.WriteFile(node.ContainerdConfig, []byte(node.ContainerdConfigTOML(n.FS)), 0o644); err != nil {
 			return err
 		}
-		containerd, err := execPath("containerd")
-		if err != nil {
-			return err
-		}
-		spec := r.ContainerdSpec(containerd)
+		spec := r.ContainerdSpec()
 		if err := n.WriteSpec(spec, prefix); err != nil {
 			return err
 		}
@@ -197,15 +202,6 @@ func (n *Node) StartRuntime(ctx context.Context, prefix string) error {
 	}
 	n.startImageImport(ctx, r.CRISocket())
 	return nil
-}
-
-// execPath finds an executable as preflight's InPath check did: in PATH.
-func execPath(name string) (string, error) {
-	p, err := exec.LookPath(name)
-	if err != nil {
-		return "", fmt.Errorf("%s not found in PATH: run `apt-get install containerd runc`", name)
-	}
-	return p, nil
 }
 
 // startImageImport streams kubeboot's images into containerd in the
@@ -221,15 +217,12 @@ func (n *Node) startImageImport(ctx context.Context, criEndpoint string) {
 	sock := strings.TrimPrefix(criEndpoint, "unix://")
 	go func() {
 		start := time.Now()
-		// The import is node-side work: while an API server comes up it
-		// runs at the node side's low CPU weight, as containerd does.
-		var place func(pid int)
-		if g, err := cpugroup.Open(n.FS.Path("/")); err == nil {
-			place = func(pid int) { _ = g.Add(cpugroup.Node, pid) }
-		}
-		err := images.ImportBuilt(ctx, sock, n.Exe, place)
+		// The work is containerd's, at the node side's low CPU weight
+		// while an API server comes up.
+		files := images.Files{images.Kubeboot: n.Exe, images.PauseFile: n.FS.Path(path.Join(node.HelpersDir, helpers.Pause))}
+		streamed, err := images.ImportBuilt(ctx, sock, files)
 		if err == nil {
-			n.Logf("[images] Imported %s, %s and %s into containerd in %s (no registry contacted)", images.Pause, images.CoreDNS, images.TestServer, time.Since(start).Round(time.Millisecond))
+			n.Logf("[images] Imported %s, %s and %s into containerd in %s (%.0f MiB of layers, no registry contacted)", images.Pause, images.CoreDNS, images.TestServer, time.Since(start).Round(time.Millisecond), float64(streamed)/(1<<20))
 		}
 		n.imported <- err
 	}()

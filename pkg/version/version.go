@@ -10,6 +10,9 @@ var Kubernetes = "v1.37.2"
 // Etcd is the version of the embedded etcd server.
 var Etcd = "3.7.0"
 
+// Containerd is the version of the embedded containerd (without its "v").
+var Containerd = "2.4.2"
+
 // Kubeboot is kubeboot's own version ("dev" for an unreleased build).
 var Kubeboot = "dev"
 

@@ -53,9 +53,10 @@ func TestKubeadmJoinsKubeboot(t *testing.T) {
 		t.Fatalf("no join command in init's output:\n%s", out)
 	}
 
-	// The container runtime of kubeadm's node: containerd with kubeboot's
-	// configuration, its state under the host's root.
+	// The container runtime of kubeadm's node: kubeboot's containerd with
+	// kubeboot's configuration and helpers, its state under the host's root.
 	fs := fsys.NewRoot(kw.Root)
+	kb(t, kw, "helpers", "install")
 	if err := fs.WriteFile(node.ContainerdConfig, []byte(node.ContainerdConfigTOML(fs)), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestKubeadmJoinsKubeboot(t *testing.T) {
 		}
 		procs = append(procs, cmd)
 	}
-	start("/usr/bin/containerd", "--config", fs.Path(node.ContainerdConfig))
+	start(binary, "containerd", "--config", fs.Path(node.ContainerdConfig))
 	socket := "unix://" + fs.Path(node.ContainerdSocket)
 	eventually(t, 30*time.Second, 50*time.Millisecond, "containerd's socket", func() error {
 		_, err := os.Stat(fs.Path(node.ContainerdSocket))

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -25,7 +26,6 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 
-	"github.com/kubeboot/kubeboot/pkg/cleanup"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/images"
 	"github.com/kubeboot/kubeboot/test/nethost"
@@ -273,13 +273,9 @@ func TestMultiNode(t *testing.T) {
 		}
 		after := machineState()
 		w2Tag := fsys.Tag(w2.Root)
-		w2Sockets := map[string]bool{}
-		for _, id := range w2IDs {
-			w2Sockets[cleanup.ShimSocketName(filepath.Join(w2.Root, "run/kubeboot/containerd/containerd.sock"), "k8s.io", id)] = true
-		}
 		owner := func(p string) string {
 			switch {
-			case strings.Contains(p, w2.Root) || strings.Contains(p, w2Tag) || w2Sockets[filepath.Base(p)] || slices.ContainsFunc(w2IDs, func(id string) bool { return strings.Contains(p, id) }):
+			case strings.Contains(p, w2.Root) || strings.Contains(p, w2Tag) || slices.ContainsFunc(w2IDs, func(id string) bool { return strings.Contains(p, id) }):
 				return "w2"
 			case strings.Contains(p, cp.Root) || strings.Contains(p, w1.Root) || strings.Contains(p, fsys.Tag(cp.Root)) || strings.Contains(p, fsys.Tag(w1.Root)) ||
 				slices.ContainsFunc(others, func(id string) bool { return strings.Contains(p, id) }):
@@ -534,12 +530,21 @@ func checkSeed(t *testing.T, h *nethost.Host, seed string) {
 }
 
 // containerIDs lists the containers (sandboxes included) of a host's
-// containerd.
+// containerd, through containerd's Go client.
 func containerIDs(t *testing.T, h *nethost.Host) []string {
 	t.Helper()
-	out, err := nethost.Run(h.Command("ctr", "--address", filepath.Join(h.Root, "run/kubeboot/containerd/containerd.sock"), "-n", "k8s.io", "containers", "list", "-q"))
+	c, err := images.Connect(filepath.Join(h.Root, "run/kubeboot/containerd/containerd.sock"))
 	if err != nil {
-		t.Fatalf("listing %s's containers: %v %s", h.Name, err, out)
+		t.Fatal(err)
 	}
-	return strings.Fields(out)
+	defer c.Close()
+	cs, err := c.Containers(context.Background())
+	if err != nil {
+		t.Fatalf("listing %s's containers: %v", h.Name, err)
+	}
+	var ids []string
+	for _, ctr := range cs {
+		ids = append(ids, ctr.ID())
+	}
+	return ids
 }

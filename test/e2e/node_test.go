@@ -91,12 +91,14 @@ func TestSingleNode(t *testing.T) {
 		}
 	})
 
-	t.Run("preflight without containerd", func(t *testing.T) {
+	t.Run("preflight without runc", func(t *testing.T) {
+		// kubeboot carries containerd: runc is the one runtime piece a
+		// host must have.
 		cmd := h.Kubeboot("init", "--node-name", "n1", "--single-node")
 		cmd.Env = []string{"PATH=/nonexistent"}
 		out, err := nethost.Run(cmd)
-		if err == nil || !strings.Contains(out, "[ERROR FileExisting-containerd]") || !strings.Contains(out, "apt-get install containerd") {
-			t.Fatalf("init without containerd: %v\n%s", err, out)
+		if err == nil || !strings.Contains(out, "[ERROR FileExisting-runc]") || !strings.Contains(out, "apt-get install runc") || strings.Contains(out, "FileExisting-containerd") {
+			t.Fatalf("init without runc: %v\n%s", err, out)
 		}
 		if files := listAll(h.Root); len(files) != 0 {
 			t.Fatalf("a failed preflight wrote %v", files)
@@ -134,6 +136,7 @@ func TestSingleNode(t *testing.T) {
 			return nil
 		})
 		t.Logf("CoreDNS Ready %s after node Ready", took.Round(time.Millisecond))
+		checkRuntimeIsKubeboots(t, h, "n1")
 		// As kubeadm on a systemd-resolved host: the kubelet hands pods the
 		// resolver's upstream list, and CoreDNS forwards to it.
 		kcfg, _ := os.ReadFile(filepath.Join(h.Root, "var/lib/kubelet/config.yaml"))
@@ -290,7 +293,8 @@ func TestSingleNode(t *testing.T) {
 		})
 		nodeReady("a daemon restart")
 		if after := podState(); after != before {
-			t.Errorf("pods changed across the restarts:\nbefore %s\nafter  %s", before, after)
+			clog, _ := os.ReadFile(filepath.Join(h.Root, "var/log/kubeboot/containerd.log"))
+			t.Errorf("pods changed across the restarts:\nbefore %s\nafter  %s\ncontainerd's log since its restart:\n%s", before, after, grepLines(lastRun(string(clog)), "level="))
 		}
 		out, err := kubectlErr(h, "exec", "client", "--", "/kubeboot", "test-server", "--get", "http://web.default.svc.cluster.local/")
 		if err != nil {
@@ -419,4 +423,64 @@ func serveUpstreamDNS(t *testing.T, h *nethost.Host, listen, name, addr string) 
 	})}
 	go srv.ActivateAndServe() //nolint:errcheck
 	return func() { srv.Shutdown() }
+}
+
+// checkRuntimeIsKubeboots checks that the containerd serving the node's
+// kubelet is the one kubeboot carries (2.x, the kubeboot binary's own
+// process), and that the pods' shims, pause processes and CNI plugins
+// run from the helpers under the host's root, not from anything a
+// distribution installed.
+func checkRuntimeIsKubeboots(t *testing.T, h *nethost.Host, nodeName string) {
+	t.Helper()
+	rv := kubectl(t, h, "get", "node", nodeName, "-o", "jsonpath={.status.nodeInfo.containerRuntimeVersion}")
+	if !strings.HasPrefix(rv, "containerd://2.") {
+		t.Errorf("node %s's runtime is %q, want kubeboot's containerd 2.x", nodeName, rv)
+	}
+	self, err := filepath.EvalSymlinks(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	helpersDir, err := filepath.EvalSymlinks(filepath.Join(h.Root, "var/lib/kubeboot/helpers/current"))
+	if err != nil {
+		t.Fatalf("the helpers' directory: %v", err)
+	}
+	for _, c := range readStatus(t, h).Components {
+		if c.Name == "containerd" {
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", c.PID)); exe != self {
+				t.Errorf("containerd (pid %d) runs %q, want the kubeboot binary %s", c.PID, exe, self)
+			}
+		}
+	}
+	shims, pauses := 0, 0
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		exe, err := os.Readlink(filepath.Join("/proc", p.Name(), "exe"))
+		if err != nil || filepath.Base(exe) != "containerd-shim-runc-v2" {
+			continue
+		}
+		if cmdline, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cmdline")); !strings.Contains(string(cmdline), h.Root) {
+			continue // another node's
+		}
+		shims++
+		if exe != filepath.Join(helpersDir, "containerd-shim-runc-v2") {
+			t.Errorf("shim %s runs %s, not kubeboot's helper in %s", p.Name(), exe, helpersDir)
+		}
+	}
+	for _, pid := range podProcesses() {
+		if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); exe == "/pause" {
+			pauses++
+		}
+	}
+	if shims == 0 || pauses == 0 {
+		t.Errorf("found %d shims and %d pause processes of kubeboot's helpers", shims, pauses)
+	}
+	t.Logf("runtime %s; %d shims and %d pause processes from the helpers in %s", rv, shims, pauses, helpersDir)
+}
+
+// lastRun is what a component's log holds since its last start.
+func lastRun(log string) string {
+	if i := strings.LastIndex(log, "==== "); i >= 0 {
+		return log[i:]
+	}
+	return log
 }

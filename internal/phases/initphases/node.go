@@ -22,7 +22,7 @@ import (
 )
 
 func runKubeletStart(ctx context.Context, d *Data) error {
-	if err := d.PrepareHost(); err != nil {
+	if err := d.PrepareHost("kubelet-start"); err != nil {
 		return err
 	}
 	if err := d.writeFirstCNIConfig(); err != nil {

@@ -279,7 +279,7 @@ func runKubeletStart(ctx context.Context, d *Data) error {
 	if err := d.FS.WriteFile(bootFile, b, 0o600); err != nil {
 		return err
 	}
-	if err := d.PrepareHost(); err != nil {
+	if err := d.PrepareHost("kubelet-start"); err != nil {
 		return err
 	}
 	if err := d.StartRuntime(ctx, "kubelet-start"); err != nil {

@@ -153,7 +153,12 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	}
 	shared := cleanup.Shared{
 		PodLogsDir: fs.Path(node.PodLogsDir), CNINetwork: node.CNINetwork(fs),
-		ContainerdAddress: fs.Path(node.ContainerdSocket), ContainerIDs: ids, Out: d.Out,
+		ContainerIDs: ids, Out: d.Out,
+	}
+	// The shims' sockets sit in the state dir, which went with the rest,
+	// unless the root's path is too long for them.
+	if dir := node.ShimSocketDir(fs); dir != fs.Path(node.ContainerdState+"/s") {
+		shared.ShimSocketDir = dir
 	}
 	if err := shared.Remove(); err != nil {
 		return err

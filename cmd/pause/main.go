@@ -1,0 +1,13 @@
+// Command pause is the pod sandbox's process, the only file of kubeboot's
+// pause image: a small static binary that imports nothing of Kubernetes,
+// so each pod's sandbox costs a few hundred KiB, not the whole kubeboot
+// binary's start.
+package main
+
+import (
+	"os"
+
+	"github.com/kubeboot/kubeboot/internal/pause"
+)
+
+func main() { os.Exit(pause.Main()) }

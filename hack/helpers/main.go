@@ -1,0 +1,124 @@
+// Command helpers builds the per-pod helpers kubeboot carries (see package
+// internal/helpers) from their main packages at the versions go.mod pins,
+// static and stripped, and writes them zstd-compressed with their manifest
+// into the directory the kubeboot_helpers build embeds. `make build` runs
+// it before building kubeboot.
+//
+//	go run ./hack/helpers [-o internal/helpers/bin]
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/kubeboot/kubeboot/internal/helpers"
+)
+
+// The helpers: file name → main package. go build names each binary
+// after the last element of its package path, which is the helper's name.
+var packages = map[string]string{
+	helpers.Shim:  "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
+	helpers.Pause: "github.com/kubeboot/kubeboot/cmd/pause",
+	"bridge":      "github.com/containernetworking/plugins/plugins/main/bridge",
+	"host-local":  "github.com/containernetworking/plugins/plugins/ipam/host-local",
+	"loopback":    "github.com/containernetworking/plugins/plugins/main/loopback",
+	"portmap":     "github.com/containernetworking/plugins/plugins/meta/portmap",
+}
+
+func main() {
+	out := flag.String("o", "internal/helpers/bin", "directory to write the compressed helpers and their manifest to")
+	flag.Parse()
+	if err := run(*out); err != nil {
+		fmt.Fprintln(os.Stderr, "helpers:", err)
+		os.Exit(1)
+	}
+}
+
+func modVersion(mod string) (string, error) {
+	b, err := exec.Command("go", "list", "-m", "-f", "{{.Version}}", mod).Output()
+	return strings.TrimSpace(string(b)), err
+}
+
+func run(out string) error {
+	containerd, err := modVersion("github.com/containerd/containerd/v2")
+	if err != nil {
+		return err
+	}
+	plugins, err := modVersion("github.com/containernetworking/plugins")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "kubeboot-helpers-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	pkgs := make([]string, 0, len(packages))
+	for _, name := range sortedKeys(packages) {
+		pkgs = append(pkgs, packages[name])
+	}
+	ldflags := "-s -w" +
+		" -X github.com/containerd/containerd/v2/version.Version=" + strings.TrimPrefix(containerd, "v") +
+		" -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=" + plugins
+	// One go build for all of them: it builds the packages in parallel.
+	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-ldflags", ldflags, "-o", tmp + "/"}, pkgs...)...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build %s: %w", strings.Join(pkgs, " "), err)
+	}
+	if err := os.RemoveAll(out); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	m := helpers.Manifest{}
+	var total, packed int64
+	for _, name := range sortedKeys(packages) {
+		b, err := os.ReadFile(filepath.Join(tmp, name))
+		if err != nil {
+			return err
+		}
+		z, err := helpers.Compress(b)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(out, helpers.CompressedName(name)), z, 0o644); err != nil {
+			return err
+		}
+		sum := sha256.Sum256(b)
+		m.Helpers = append(m.Helpers, helpers.Entry{Name: name, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b)), Package: packages[name]})
+		total += int64(len(b))
+		packed += int64(len(z))
+		fmt.Printf("helper %-24s %6.1f MiB, %5.1f MiB compressed\n", name, mib(len(b)), mib(len(z)))
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, helpers.ManifestFile), b, 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("helpers: %.1f MiB, %.1f MiB compressed, in %s\n", mib(int(total)), mib(int(packed)), out)
+	return nil
+}
+
+func mib(n int) float64 { return float64(n) / (1 << 20) }
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

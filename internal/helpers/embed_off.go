@@ -1,0 +1,9 @@
+//go:build !kubeboot_helpers
+
+package helpers
+
+import "io/fs"
+
+// embedded is nil: built without the kubeboot_helpers tag, the binary
+// carries no helpers (see ErrNotBuilt).
+var embedded fs.FS

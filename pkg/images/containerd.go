@@ -1,0 +1,214 @@
+package images
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"time"
+
+	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/containerd/containerd/v2/core/content"
+	"github.com/containerd/containerd/v2/core/images"
+	"github.com/containerd/containerd/v2/core/images/archive"
+	"github.com/containerd/errdefs"
+	"github.com/containerd/platforms"
+	"github.com/opencontainers/go-digest"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+)
+
+// Namespace is containerd's namespace for the images the kubelet uses.
+const Namespace = "k8s.io"
+
+// Snapshotter is the snapshotter kubeboot's containerd unpacks into.
+const Snapshotter = "overlayfs"
+
+// Connect opens containerd's API at socket, in the kubelet's namespace.
+// kubeboot drives images through containerd's own Go client, in process:
+// no ctr, no re-implemented archive handling.
+func Connect(socket string) (*containerd.Client, error) {
+	c, err := containerd.New(socket, containerd.WithDefaultNamespace(Namespace), containerd.WithTimeout(10*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("connecting to containerd at %s: %w", socket, err)
+	}
+	return c, nil
+}
+
+// Import loads an image archive (a docker-save tarball or an OCI layout
+// tarball) into the node's containerd and unpacks its images for this
+// platform, as `ctr images import` does. It returns the images' names.
+func Import(ctx context.Context, socket string, r io.Reader) ([]string, error) {
+	c, err := Connect(socket)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	ctx, done, err := c.WithLease(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer done(ctx) //nolint:errcheck
+	imgs, err := c.Import(ctx, r,
+		containerd.WithAllPlatforms(false),
+		containerd.WithImportPlatform(platforms.DefaultStrict()),
+		// An image the archive does not name is kept by its digest, as
+		// ctr's import does.
+		containerd.WithDigestRef(archive.DigestTranslator("import")),
+		containerd.WithSkipDigestRef(func(name string) bool { return name != "" }),
+	)
+	if err != nil {
+		return nil, err
+	}
+	if len(imgs) == 0 {
+		return nil, errors.New("the archive holds no image for " + platforms.DefaultString())
+	}
+	names := make([]string, 0, len(imgs))
+	for _, img := range imgs {
+		image := containerd.NewImageWithPlatform(c, img, platforms.DefaultStrict())
+		if err := image.Unpack(ctx, Snapshotter); err != nil {
+			return nil, fmt.Errorf("unpacking %s: %w", img.Name, err)
+		}
+		names = append(names, img.Name)
+	}
+	return names, nil
+}
+
+// Export writes the named images, for this platform, as one archive in
+// the OCI layout with docker's manifest.json beside it, so that both
+// `docker load` and Import read it back.
+func Export(ctx context.Context, socket string, w io.Writer, names []string) error {
+	c, err := Connect(socket)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	is := c.ImageService()
+	opts := []archive.ExportOpt{archive.WithPlatform(platforms.DefaultStrict())}
+	for _, name := range names {
+		if _, err := is.Get(ctx, name); err != nil {
+			if errdefs.IsNotFound(err) {
+				return fmt.Errorf("image %q is not in the node's containerd", name)
+			}
+			return err
+		}
+		opts = append(opts, archive.WithImage(is, name))
+	}
+	return c.Export(ctx, w, opts...)
+}
+
+// ImportBuilt builds kubeboot's images from files and writes them straight
+// into containerd's content store, with no archive in between: each layer
+// is streamed once and hashed once, by containerd as it takes it (an
+// archive import hashes it first on the writing side to name it, then in
+// containerd). Then it names the images and unpacks them. It returns how
+// many layer bytes it streamed.
+func ImportBuilt(ctx context.Context, socket string, files Files) (int64, error) {
+	c, err := Connect(socket)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	ctx, done, err := c.WithLease(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer done(ctx) //nolint:errcheck
+	cs := c.ContentStore()
+	all := All()
+	layers := map[string]descriptor{}
+	var streamed int64
+	for _, name := range filesOf(all) {
+		d, err := writeLayerBlob(ctx, cs, name, files[name])
+		if err != nil {
+			return streamed, fmt.Errorf("image layer %s: %w", name, err)
+		}
+		layers[name] = d
+		streamed += d.Size
+	}
+	b, err := describe(all, layers)
+	if err != nil {
+		return streamed, err
+	}
+	// A manifest's labels tell containerd's garbage collector which blobs
+	// it holds, as an import or a pull sets them.
+	gcLabels := map[string]map[string]string{}
+	for i := 0; i < len(b.blobs); i += 2 {
+		cfg, man := b.blobs[i], b.blobs[i+1]
+		gcLabels[man.desc.Digest] = map[string]string{
+			"containerd.io/gc.ref.content.config": cfg.desc.Digest,
+			"containerd.io/gc.ref.content.l.0":    layers[all[i/2].File].Digest,
+		}
+	}
+	for _, bl := range b.blobs {
+		if err := content.WriteBlob(ctx, cs, "kubeboot-"+bl.desc.Digest, bytes.NewReader(bl.data), ociDesc(bl.desc),
+			content.WithLabels(gcLabels[bl.desc.Digest])); err != nil {
+			return streamed, err
+		}
+	}
+	is := c.ImageService()
+	for i, img := range all {
+		rec := images.Image{Name: img.Name, Target: ociDesc(b.manifests[i])}
+		if _, err := is.Create(ctx, rec); errdefs.IsAlreadyExists(err) {
+			_, err = is.Update(ctx, rec, "target")
+			if err != nil {
+				return streamed, err
+			}
+		} else if err != nil {
+			return streamed, err
+		}
+		if err := containerd.NewImageWithPlatform(c, rec, platforms.DefaultStrict()).Unpack(ctx, Snapshotter); err != nil {
+			return streamed, fmt.Errorf("unpacking %s: %w", img.Name, err)
+		}
+	}
+	return streamed, nil
+}
+
+// writeLayerBlob streams the layer of the file at path into the content
+// store, and returns its descriptor, which containerd computed.
+func writeLayerBlob(ctx context.Context, cs content.Store, name, path string) (descriptor, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return descriptor{}, err
+	}
+	defer f.Close()
+	w, err := content.OpenWriter(ctx, cs, content.WithRef("kubeboot-layer-"+name))
+	if err != nil {
+		return descriptor{}, err
+	}
+	defer w.Close()
+	// A previous, interrupted write of the same ref resumes here: start over.
+	if err := w.Truncate(0); err != nil {
+		return descriptor{}, err
+	}
+	// Whole megabytes per gRPC message, not the tar writer's 32 KiB.
+	buf := bufio.NewWriterSize(w, 1<<20)
+	n := &counter{h: nopHash{}}
+	if err := writeLayer(io.MultiWriter(buf, n), name, f); err != nil {
+		return descriptor{}, err
+	}
+	if err := buf.Flush(); err != nil {
+		return descriptor{}, err
+	}
+	dgst := w.Digest()
+	if err := w.Commit(ctx, n.n, dgst); err != nil && !errdefs.IsAlreadyExists(err) {
+		return descriptor{}, err
+	}
+	return descriptor{MediaType: mediaLayer, Digest: dgst.String(), Size: n.n}, nil
+}
+
+// nopHash lets counter count without hashing.
+type nopHash struct{ hash.Hash }
+
+func (nopHash) Write(p []byte) (int, error) { return len(p), nil }
+
+func ociDesc(d descriptor) ocispec.Descriptor {
+	o := ocispec.Descriptor{MediaType: d.MediaType, Digest: digest.Digest(d.Digest), Size: d.Size, Annotations: d.Annotations}
+	if d.Platform != nil {
+		o.Platform = &ocispec.Platform{Architecture: d.Platform.Architecture, OS: d.Platform.OS}
+	}
+	return o
+}
