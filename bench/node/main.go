@@ -1,9 +1,12 @@
 // Command node measures a single-node cluster from `kubeboot init
 // --single-node` on a fresh root, in a network-namespace host: time from
-// init's start to node Ready and to CoreDNS Ready (median of -runs), pod
-// startup of -pods test-server pods (p50/p99 from creation to Running),
-// and the idle footprint -idle after init as the sum of PSS of every
-// process of the node (kubeboot's, containerd's, the shims, the pods).
+// init's start to node Ready and to CoreDNS Ready; in every run a burst of
+// -pods test-server pods: startup p50/p99 from creation to Running, the
+// machine's busy CPU per pod, and memory per pod (the node's PSS with the
+// pods Running minus before them, over -pods); medians of -runs. The last
+// run also prints the idle footprint -idle after init, as the sum of PSS
+// of every process of the node (kubeboot's, containerd's, the shims, the
+// pods).
 //
 //	go run ./bench/node   (as root, after `make build`)
 package main
@@ -44,7 +47,10 @@ func main() {
 	}
 }
 
-type sample struct{ readyz, nodeReady, dnsReady, exit time.Duration }
+type sample struct {
+	readyz, nodeReady, dnsReady, exit time.Duration
+	burst                             burst
+}
 
 func run(runs, pods int, idle time.Duration) error {
 	var samples []sample
@@ -55,10 +61,13 @@ func run(runs, pods int, idle time.Duration) error {
 		}
 		if last {
 			benchutil.Footprint(func() []int { return nodeProcesses(h) }, idle, "every process of the node")
-			if pods > 0 {
-				if err := podStartup(c, pods); err != nil {
-					return err
-				}
+		}
+		if pods > 0 {
+			if !last {
+				time.Sleep(settle) // init's own work done, as in the last run
+			}
+			if s.burst, err = podBurst(h, c, pods); err != nil {
+				return err
 			}
 		}
 		samples = append(samples, s)
@@ -74,8 +83,24 @@ func run(runs, pods int, idle time.Duration) error {
 	fmt.Printf("  node Ready               %s\n", pick(func(s sample) time.Duration { return s.nodeReady }))
 	fmt.Printf("  CoreDNS Ready            %s\n", pick(func(s sample) time.Duration { return s.dnsReady }))
 	fmt.Printf("  init exit                %s\n", pick(func(s sample) time.Duration { return s.exit }))
+	if pods > 0 {
+		fmt.Printf("\n%d-pod burst, median of %d runs:\n", pods, len(samples))
+		fmt.Printf("  CPU per pod (machine busy CPU / %d)   %s\n", pods, pick(func(s sample) time.Duration { return s.burst.cpuPerPod }))
+		fmt.Printf("  pod startup p50 (creation -> Running)  %s\n", pick(func(s sample) time.Duration { return s.burst.p50 }))
+		fmt.Printf("  pod startup p99                        %s\n", pick(func(s sample) time.Duration { return s.burst.p99 }))
+		mem := make([]float64, len(samples))
+		for i, s := range samples {
+			mem[i] = s.burst.memPerPodMiB
+		}
+		sort.Float64s(mem)
+		fmt.Printf("  memory per pod (PSS delta / %d)       %.1f MiB\n", pods, mem[len(mem)/2])
+	}
 	return nil
 }
+
+// settle is how long the runs before the last wait after init before
+// their burst: CoreDNS and the image import are done by then.
+const settle = 15 * time.Second
 
 // client watches with super-admin.conf (group system:masters): admin.conf
 // has no rights until init binds its group, late in wait-control-plane,
@@ -173,9 +198,31 @@ func nodeProcesses(h *nethost.Host) []int {
 	return slices.Compact(pids)
 }
 
+// burst is what a burst of pods measured.
+type burst struct {
+	p50, p99, cpuPerPod time.Duration
+	memPerPodMiB        float64
+}
+
+// podBurst creates a Deployment of n test-server pods and measures, per
+// pod, the time from its creation (seen by a watch) to Running, the
+// machine's busy CPU meanwhile, and the node's PSS before and after.
+func podBurst(h *nethost.Host, c kubernetes.Interface, n int) (burst, error) {
+	var b burst
+	_, pss0 := benchutil.PSS(nodeProcesses(h))
+	if err := podStartup(c, n, &b); err != nil {
+		return b, err
+	}
+	time.Sleep(5 * time.Second) // the last pods' first seconds of work
+	_, pss1 := benchutil.PSS(nodeProcesses(h))
+	b.memPerPodMiB = float64(pss1-pss0) / 1024 / float64(n)
+	fmt.Printf("node PSS %.1f MiB before the pods, %.1f MiB with them Running: %.2f MiB per pod\n", float64(pss0)/1024, float64(pss1)/1024, b.memPerPodMiB)
+	return b, nil
+}
+
 // podStartup creates a Deployment of n test-server pods and measures, per
 // pod, the time from its creation (seen by a watch) to Running.
-func podStartup(c kubernetes.Interface, n int) error {
+func podStartup(c kubernetes.Interface, n int, b *burst) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	w, err := c.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: "app=bench"})
@@ -238,5 +285,6 @@ func podStartup(c kubernetes.Interface, n int) error {
 		benchutil.Percentile(lat, 99).Round(time.Millisecond), benchutil.Percentile(lat, 100).Round(time.Millisecond))
 	fmt.Printf("machine CPU busy meanwhile: %s of %s available on %d CPUs (%s per pod)\n",
 		busy.Round(10*time.Millisecond), (all * time.Duration(runtime.NumCPU())).Round(10*time.Millisecond), runtime.NumCPU(), (busy / time.Duration(n)).Round(time.Millisecond))
+	b.p50, b.p99, b.cpuPerPod = benchutil.Percentile(lat, 50), benchutil.Percentile(lat, 99), busy/time.Duration(n)
 	return nil
 }

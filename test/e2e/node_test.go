@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -183,6 +184,8 @@ func TestSingleNode(t *testing.T) {
 		}
 	})
 
+	t.Run("foreign images", func(t *testing.T) { testForeignImages(t, h) })
+
 	t.Run("workloads, services and DNS", func(t *testing.T) {
 		f := filepath.Join(h.Root, "app.yaml")
 		os.WriteFile(f, []byte(fmt.Sprintf(testApp, images.TestServer)), 0o644)
@@ -283,7 +286,28 @@ func TestSingleNode(t *testing.T) {
 		nodeReady("a kubelet restart")
 		kb(t, h, "daemon", "stop")
 		nethost.Reap()
+		// A helper changed on disk is refused and rewritten at the start.
+		portmap := filepath.Join(h.Root, "var/lib/kubeboot/helpers/current/portmap")
+		original, err := os.ReadFile(portmap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(portmap, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		kb(t, h, "daemon", "start")
+		eventually(t, 10*time.Second, 100*time.Millisecond, "portmap rewritten", func() error {
+			if b, _ := os.ReadFile(portmap); !bytes.Equal(b, original) {
+				return fmt.Errorf("portmap still differs")
+			}
+			return nil
+		})
+		dlog, _ := os.ReadFile(filepath.Join(h.Root, "var/log/kubeboot/daemon.log"))
+		if line := grepLines(lastDaemonRun(string(dlog)), "rewriting it"); !strings.Contains(line, "portmap") {
+			t.Errorf("no log line of the rewritten helper:\n%s", lastDaemonRun(string(dlog)))
+		} else {
+			t.Log(strings.TrimSpace(line))
+		}
 		eventually(t, 60*time.Second, 200*time.Millisecond, "API after daemon restart", func() error {
 			out, err := kubectlErr(h, "get", "--raw", "/readyz")
 			if err != nil || strings.TrimSpace(out) != "ok" {
@@ -480,6 +504,14 @@ func checkRuntimeIsKubeboots(t *testing.T, h *nethost.Host, nodeName string) {
 // lastRun is what a component's log holds since its last start.
 func lastRun(log string) string {
 	if i := strings.LastIndex(log, "==== "); i >= 0 {
+		return log[i:]
+	}
+	return log
+}
+
+// lastDaemonRun is what the daemon's log holds since its last start.
+func lastDaemonRun(log string) string {
+	if i := strings.LastIndex(log, "kubeboot daemon started"); i >= 0 {
 		return log[i:]
 	}
 	return log
