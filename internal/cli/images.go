@@ -139,8 +139,8 @@ same way: "images export" writes an archive, "images import" loads one
 }
 
 // builtImageFiles gives the files kubeboot's images are made of: this
-// binary, and the pause helper written to a temporary directory that
-// cleanup removes.
+// binary, and the pause and test-server helpers written to a temporary
+// directory that cleanup removes.
 func builtImageFiles() (images.Files, func(), error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -151,10 +151,14 @@ func builtImageFiles() (images.Files, func(), error) {
 		return nil, nil, err
 	}
 	cleanup := func() { os.RemoveAll(dir) }
-	pause, err := helpers.Extract(helpers.Pause, dir)
-	if err != nil {
-		cleanup()
-		return nil, nil, err
+	files := images.Files{images.Kubeboot: exe}
+	for file, helper := range map[string]string{images.PauseFile: helpers.Pause, images.TestServerFile: helpers.TestServer} {
+		p, err := helpers.Extract(helper, dir)
+		if err != nil {
+			cleanup()
+			return nil, nil, err
+		}
+		files[file] = p
 	}
-	return images.Files{images.Kubeboot: exe, images.PauseFile: pause}, cleanup, nil
+	return files, cleanup, nil
 }

@@ -45,8 +45,6 @@ import (
 	_ "github.com/coredns/coredns/plugin/ready"
 	_ "github.com/coredns/coredns/plugin/reload"
 
-	// Programs that run before the rest of the binary initialises.
-	"github.com/kubeboot/kubeboot/internal/early"
 	"github.com/kubeboot/kubeboot/internal/settle"
 )
 
@@ -112,11 +110,6 @@ func Components() map[string]Main {
 			}
 			return 0
 		},
-	}
-	// Normally dispatched by package early before main; listed here so
-	// that the help text names them.
-	for name, run := range early.Programs() {
-		m[name] = run
 	}
 	return m
 }

@@ -35,8 +35,9 @@ import (
 
 // Names of the helpers.
 const (
-	Shim  = "containerd-shim-runc-v2"
-	Pause = "pause"
+	Shim       = "containerd-shim-runc-v2"
+	Pause      = "pause"
+	TestServer = "test-server"
 )
 
 // CNIPlugins are the CNI plugins containerd execs for every pod.

@@ -27,15 +27,19 @@ type Image struct {
 // Kubeboot is the File of the images made of the kubeboot binary.
 const Kubeboot = "kubeboot"
 
-// PauseFile is the File of the pause image: the small pause helper.
-const PauseFile = "pause"
+// PauseFile and TestServerFile are the Files of the pause and test-server
+// images: small helpers of their own.
+const (
+	PauseFile      = "pause"
+	TestServerFile = "test-server"
+)
 
 // All lists the images every node carries.
 func All() []Image {
 	return []Image{
 		{Name: Pause, File: PauseFile, Entrypoint: []string{"/pause"}},
 		{Name: CoreDNS, File: Kubeboot, Entrypoint: []string{"/kubeboot", "coredns"}},
-		{Name: TestServer, File: Kubeboot, Entrypoint: []string{"/kubeboot", "test-server"}},
+		{Name: TestServer, File: TestServerFile, Entrypoint: []string{"/test-server"}},
 	}
 }
 

@@ -16,8 +16,9 @@ import (
 func TestWriteArchive(t *testing.T) {
 	dir := t.TempDir()
 	content := map[string][]byte{
-		Kubeboot:  []byte("#!/bin/true\nnot really a binary\n"),
-		PauseFile: []byte("#!/bin/true\nnot really pause\n"),
+		Kubeboot:       []byte("#!/bin/true\nnot really a binary\n"),
+		PauseFile:      []byte("#!/bin/true\nnot really pause\n"),
+		TestServerFile: []byte("#!/bin/true\nnot really the test server\n"),
 	}
 	src := Files{}
 	for name, b := range content {
@@ -94,9 +95,9 @@ func TestWriteArchive(t *testing.T) {
 			t.Errorf("entrypoint %v, want %v", cfg.Config.Entrypoint, All()[i].Entrypoint)
 		}
 	}
-	// Images of the same file share its layer: two layers in all.
-	if len(layerDigests) != 2 {
-		t.Errorf("%d distinct layers, want 2", len(layerDigests))
+	// One layer per file.
+	if len(layerDigests) != len(content) {
+		t.Errorf("%d distinct layers, want %d", len(layerDigests), len(content))
 	}
 	// The same binary always yields the same archive (fixed timestamps).
 	var again bytes.Buffer

@@ -74,11 +74,14 @@ func newHostWith(t *testing.T, name, ip string, o nethost.Options) *nethost.Host
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpLogs(t, h)
-			// A test that stopped half-way leaves what its node made
-			// outside the root (pod log links, the device-plugin socket,
-			// cgroups) to the machine and the next test: reset it.
-			if _, err := os.Stat(filepath.Join(h.Root, "var/lib/kubeboot")); err == nil {
-				out, err := nethost.Run(h.Kubeboot("reset", "--force"))
+		}
+		// A node the test did not reset itself (it stopped half-way, or
+		// never meant to) would leave what it made outside the root (pod
+		// log links, the device-plugin socket, cgroups) to the machine and
+		// the next test: reset it.
+		if _, err := os.Stat(filepath.Join(h.Root, "var/lib/kubeboot")); err == nil {
+			out, err := nethost.Run(h.Kubeboot("reset", "--force"))
+			if t.Failed() || err != nil {
 				t.Logf("cleanup: kubeboot reset --force on %s: %v\n%s", h.Name, err, lastLines(out, 5))
 			}
 		}

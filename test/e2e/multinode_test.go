@@ -218,11 +218,11 @@ func TestMultiNode(t *testing.T) {
 			// DNS from a pod on the node: a cluster name and a Service name.
 			client := "client-" + name
 			eventually(t, 30*time.Second, 300*time.Millisecond, "DNS from a pod on "+name, func() error {
-				out, err := kubectlErr(cp, "exec", client, "--", "/kubeboot", "test-server", "--resolve", "kubernetes.default.svc.cluster.local")
+				out, err := kubectlErr(cp, "exec", client, "--", "/test-server", "--resolve", "kubernetes.default.svc.cluster.local")
 				if err != nil || strings.TrimSpace(out) != "10.96.0.1" {
 					return fmt.Errorf("%v: %s", err, out)
 				}
-				out, err = kubectlErr(cp, "exec", client, "--", "/kubeboot", "test-server", "--get", "http://web.default.svc.cluster.local/")
+				out, err = kubectlErr(cp, "exec", client, "--", "/test-server", "--get", "http://web.default.svc.cluster.local/")
 				if err != nil || !strings.Contains(out, `"hostname":"web-`) {
 					return fmt.Errorf("%v: %s", err, out)
 				}
@@ -231,7 +231,7 @@ func TestMultiNode(t *testing.T) {
 			// Pod to pod, to a pod on every worker.
 			for _, target := range []string{"w1", "w2"} {
 				ip := perNode[target][0]
-				out, err := kubectlErr(cp, "exec", client, "--", "/kubeboot", "test-server", "--get", "http://"+ip+":8080/")
+				out, err := kubectlErr(cp, "exec", client, "--", "/test-server", "--get", "http://"+ip+":8080/")
 				if err != nil || !strings.Contains(out, `"hostname":"web-`) {
 					t.Errorf("from a pod on %s to a pod on %s (%s): %v %s", name, target, ip, err, out)
 				}

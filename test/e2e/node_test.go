@@ -195,13 +195,13 @@ func TestSingleNode(t *testing.T) {
 		kubectl(t, h, "wait", "--for=condition=Ready", "pod/client", "--timeout=90s")
 		clusterIP := kubectl(t, h, "get", "service", "web", "-o", "jsonpath={.spec.clusterIP}")
 		get := func(url string) (string, error) {
-			return kubectlErr(h, "exec", "client", "--", "/kubeboot", "test-server", "--get", url)
+			return kubectlErr(h, "exec", "client", "--", "/test-server", "--get", url)
 		}
 		// Cluster names from CoreDNS, names outside the cluster through it
 		// from the host's upstream server.
 		for name, want := range map[string]string{"kubernetes.default.svc.cluster.local": "10.96.0.1", "web.default.svc.cluster.local": clusterIP, "outside.test": "192.0.2.10"} {
 			eventually(t, 30*time.Second, 300*time.Millisecond, "resolve "+name, func() error {
-				out, err := kubectlErr(h, "exec", "client", "--", "/kubeboot", "test-server", "--resolve", name)
+				out, err := kubectlErr(h, "exec", "client", "--", "/test-server", "--resolve", name)
 				if err != nil || strings.TrimSpace(out) != want {
 					return fmt.Errorf("%v: %q, want %s", err, out, want)
 				}
@@ -320,7 +320,7 @@ func TestSingleNode(t *testing.T) {
 			clog, _ := os.ReadFile(filepath.Join(h.Root, "var/log/kubeboot/containerd.log"))
 			t.Errorf("pods changed across the restarts:\nbefore %s\nafter  %s\ncontainerd's log since its restart:\n%s", before, after, grepLines(lastRun(string(clog)), "level="))
 		}
-		out, err := kubectlErr(h, "exec", "client", "--", "/kubeboot", "test-server", "--get", "http://web.default.svc.cluster.local/")
+		out, err := kubectlErr(h, "exec", "client", "--", "/test-server", "--get", "http://web.default.svc.cluster.local/")
 		if err != nil {
 			t.Errorf("service after the restarts: %v %s", err, out)
 		}
@@ -349,7 +349,7 @@ func TestSingleNode(t *testing.T) {
 			t.Errorf("pods changed across the power loss:\nbefore %s\nafter  %s", before, after)
 		}
 		eventually(t, 90*time.Second, 500*time.Millisecond, "the service answers again", func() error {
-			out, err := kubectlErr(h, "exec", "client", "--", "/kubeboot", "test-server", "--get", "http://web.default.svc.cluster.local/")
+			out, err := kubectlErr(h, "exec", "client", "--", "/test-server", "--get", "http://web.default.svc.cluster.local/")
 			if err != nil {
 				return fmt.Errorf("%v %s", err, out)
 			}
