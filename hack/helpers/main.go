@@ -29,10 +29,10 @@ var packages = map[string]string{
 	helpers.Pause: "github.com/kubeboot/kubeboot/cmd/pause",
 	// Not per pod, but the test-server image's one file, kept small too.
 	helpers.TestServer: "github.com/kubeboot/kubeboot/cmd/test-server",
-	"bridge":      "github.com/containernetworking/plugins/plugins/main/bridge",
-	"host-local":  "github.com/containernetworking/plugins/plugins/ipam/host-local",
-	"loopback":    "github.com/containernetworking/plugins/plugins/main/loopback",
-	"portmap":     "github.com/containernetworking/plugins/plugins/meta/portmap",
+	"bridge":           "github.com/containernetworking/plugins/plugins/main/bridge",
+	"host-local":       "github.com/containernetworking/plugins/plugins/ipam/host-local",
+	"loopback":         "github.com/containernetworking/plugins/plugins/main/loopback",
+	"portmap":          "github.com/containernetworking/plugins/plugins/meta/portmap",
 }
 
 func main() {

@@ -36,7 +36,9 @@ components to run as spec files in /etc/kubernetes/kubeboot/components.`,
 				if err != nil {
 					return err
 				}
-				return daemon.Run(cmd.Context(), g.FS(false, s.Out), exe, s.Out)
+				return daemon.Run(cmd.Context(), g.FS(false, s.Out), exe, s.Out, map[string]supervisor.InProcessFunc{
+					component.NetAgent: netAgentInProcess,
+				})
 			},
 		},
 		&cobra.Command{

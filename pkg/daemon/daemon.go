@@ -138,8 +138,9 @@ func Running(fs fsys.FS) int {
 
 // Run is the daemon itself. It returns when ctx ends, after stopping every
 // component. SIGHUP makes it re-read the spec directory at once; it also
-// re-reads it every 2 s.
-func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer) error {
+// re-reads it every 2 s. inProcess names the components it runs as
+// goroutines of its own rather than as processes (the network agent).
+func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer, inProcess map[string]supervisor.InProcessFunc) error {
 	pidf, err := lock(fs)
 	if err != nil {
 		return err
@@ -190,11 +191,12 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer) error {
 	// readiness (or its time limit run out).
 	changed := func() { onChange(); cpu.check(sup.Statuses()) }
 	sup = supervisor.New(supervisor.Options{Exe: exe, LogDir: fs.Path(LogDir), Logf: logf,
-		OnChange: changed,
-		Started:  cpu.place,
-		LinkDir:  fs.Path(LinkDir),
-		Env:      env,
-		Dir:      fs.Path("/"),
+		OnChange:  changed,
+		Started:   cpu.place,
+		LinkDir:   fs.Path(LinkDir),
+		Env:       env,
+		Dir:       fs.Path("/"),
+		InProcess: inProcess,
 	})
 	store := component.Store{FS: fs}
 	var applied []byte

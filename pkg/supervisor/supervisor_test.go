@@ -1,9 +1,14 @@
 package supervisor
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -113,4 +118,47 @@ func TestRequiresWaitsForTheComponent(t *testing.T) {
 	dep := component.Spec{Name: "dep", Exec: "/bin/sleep", Args: []string{"30"}}
 	s.Apply([]component.Spec{dep, after, requires})
 	waitFor(t, "requires running once dep is", func() bool { st, _ := statusOf(s, "requires"); return st.Ready })
+}
+
+// An in-process component runs as a goroutine of the supervisor's own
+// process, gets its args, restarts when it fails, and is cancelled when
+// removed.
+func TestInProcess(t *testing.T) {
+	var mu sync.Mutex
+	runs, cancelled := 0, 0
+	agent := func(ctx context.Context, args []string, log io.Writer) error {
+		mu.Lock()
+		runs++
+		n := runs
+		mu.Unlock()
+		fmt.Fprintf(log, "args %v\n", args)
+		if n == 1 {
+			return errors.New("first run fails")
+		}
+		<-ctx.Done()
+		mu.Lock()
+		cancelled++
+		mu.Unlock()
+		return nil
+	}
+	dir := t.TempDir()
+	s := New(Options{LogDir: dir, StopTimeout: 2 * time.Second, InProcess: map[string]InProcessFunc{"agent": agent}})
+	s.Apply([]component.Spec{{Name: "agent", Args: []string{"--x", "1"}}})
+	waitFor(t, "agent running again after its failure", func() bool {
+		st, _ := statusOf(s, "agent")
+		return st.Ready && st.Restarts == 1
+	})
+	st, _ := statusOf(s, "agent")
+	if !st.InProcess || st.PID != os.Getpid() || st.LastExit != "first run fails" {
+		t.Errorf("status %+v", st)
+	}
+	s.Apply(nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if cancelled != 1 {
+		t.Errorf("cancelled %d times, want 1", cancelled)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "agent.log")); !strings.Contains(string(b), "args [--x 1]") {
+		t.Errorf("log %q", b)
+	}
 }

@@ -152,8 +152,15 @@ func TestSingleNode(t *testing.T) {
 		}
 		// Each component runs under its own name, with its own environment.
 		for _, c := range readStatus(t, h).Components {
-			if c.Name == "containerd" {
+			if c.InProcess {
+				// The network agent runs inside the daemon: one process fewer.
+				if c.Name != "netagent" || c.PID != readStatus(t, h).PID {
+					t.Errorf("%s runs in the daemon's process: %+v", c.Name, c)
+				}
 				continue
+			}
+			if c.Name == "netagent" {
+				t.Errorf("netagent runs as a process of its own (pid %d), not in the daemon", c.PID)
 			}
 			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c.PID))
 			if want := c.Name[:min(len(c.Name), 15)]; strings.TrimSpace(string(comm)) != want {
