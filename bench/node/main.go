@@ -210,9 +210,12 @@ type burst struct {
 func podBurst(h *nethost.Host, c kubernetes.Interface, n int) (burst, error) {
 	var b burst
 	_, pss0 := benchutil.PSS(nodeProcesses(h))
+	cpu0 := benchutil.CPUOf(nodeProcesses(h))
+	busy0 := benchutil.BusyCPU()
 	if err := podStartup(c, n, &b); err != nil {
 		return b, err
 	}
+	benchutil.PrintCPUBreakdown(cpu0, benchutil.CPUOf(nodeProcesses(h)), benchutil.BusyCPU()-busy0, n)
 	time.Sleep(5 * time.Second) // the last pods' first seconds of work
 	_, pss1 := benchutil.PSS(nodeProcesses(h))
 	b.memPerPodMiB = float64(pss1-pss0) / 1024 / float64(n)

@@ -27,8 +27,9 @@ import (
 var packages = map[string]string{
 	helpers.Shim:  "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
 	helpers.Pause: "github.com/kubeboot/kubeboot/cmd/pause",
-	// Not per pod, but the test-server image's one file, kept small too.
+	// Not per pod, but the one file of an image, kept small too.
 	helpers.TestServer: "github.com/kubeboot/kubeboot/cmd/test-server",
+	helpers.CoreDNS:    "github.com/kubeboot/kubeboot/cmd/coredns",
 	"bridge":           "github.com/containernetworking/plugins/plugins/main/bridge",
 	"host-local":       "github.com/containernetworking/plugins/plugins/ipam/host-local",
 	"loopback":         "github.com/containernetworking/plugins/plugins/main/loopback",

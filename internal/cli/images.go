@@ -138,22 +138,18 @@ same way: "images export" writes an archive, "images import" loads one
 	return cmd
 }
 
-// builtImageFiles gives the files kubeboot's images are made of: this
-// binary, and the pause and test-server helpers written to a temporary
-// directory that cleanup removes.
+// builtImageFiles gives the files kubeboot's images are made of: the
+// pause, CoreDNS and test-server helpers, written to a temporary directory
+// that cleanup removes.
 func builtImageFiles() (images.Files, func(), error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, nil, err
-	}
 	dir, err := os.MkdirTemp("", "kubeboot-images-")
 	if err != nil {
 		return nil, nil, err
 	}
 	cleanup := func() { os.RemoveAll(dir) }
-	files := images.Files{images.Kubeboot: exe}
-	for file, helper := range map[string]string{images.PauseFile: helpers.Pause, images.TestServerFile: helpers.TestServer} {
-		p, err := helpers.Extract(helper, dir)
+	files := images.Files{}
+	for _, file := range []string{images.PauseFile, images.CoreDNSFile, images.TestServerFile} {
+		p, err := helpers.Extract(file, dir)
 		if err != nil {
 			cleanup()
 			return nil, nil, err

@@ -14,7 +14,6 @@ import (
 
 	_ "github.com/containerd/containerd/v2/cmd/containerd/builtins" // containerd's plugins, as its own main imports them
 	containerd "github.com/containerd/containerd/v2/cmd/containerd/command"
-	"github.com/coredns/coredns/coremain"
 	"go.etcd.io/etcd/server/v3/etcdmain"
 	"k8s.io/component-base/cli"
 	"k8s.io/component-base/logs"
@@ -31,20 +30,6 @@ import (
 
 	_ "k8s.io/client-go/plugin/pkg/client/auth" // kubectl's client auth plugins
 
-	// The CoreDNS plugins a cluster needs, as the issue lists them; each
-	// registers itself with CoreDNS when imported.
-	_ "github.com/coredns/coredns/plugin/cache"
-	_ "github.com/coredns/coredns/plugin/errors"
-	_ "github.com/coredns/coredns/plugin/forward"
-	_ "github.com/coredns/coredns/plugin/health"
-	_ "github.com/coredns/coredns/plugin/kubernetes"
-	_ "github.com/coredns/coredns/plugin/loadbalance"
-	_ "github.com/coredns/coredns/plugin/log"
-	_ "github.com/coredns/coredns/plugin/loop"
-	_ "github.com/coredns/coredns/plugin/metrics"
-	_ "github.com/coredns/coredns/plugin/ready"
-	_ "github.com/coredns/coredns/plugin/reload"
-
 	"github.com/kubeboot/kubeboot/internal/settle"
 )
 
@@ -55,13 +40,6 @@ type Main func(args []string) int
 // Components maps each embedded component's name to its entry point.
 func Components() map[string]Main {
 	m := map[string]Main{
-		"coredns": settle.Main(func(args []string) int {
-			// CoreDNS reads the process's own flags; its directive order is
-			// upstream's, of which only the imported plugins are registered.
-			os.Args = append([]string{"coredns"}, args...)
-			coremain.Run()
-			return 0
-		}),
 		"containerd": settle.Main(func(args []string) int {
 			if err := containerd.App().Run(context.Background(), append([]string{"containerd"}, args...)); err != nil {
 				fmt.Fprintln(os.Stderr, "containerd:", err)

@@ -38,6 +38,7 @@ const (
 	Shim       = "containerd-shim-runc-v2"
 	Pause      = "pause"
 	TestServer = "test-server"
+	CoreDNS    = "coredns"
 )
 
 // CNIPlugins are the CNI plugins containerd execs for every pod.

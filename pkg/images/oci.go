@@ -14,23 +14,19 @@ import (
 	"time"
 )
 
-// Image is one image kubeboot builds from files it carries: the image's
+// Image is one image kubeboot builds from a file it carries: the image's
 // only file is File, at /<File>, and the entrypoint runs it.
 type Image struct {
 	Name string
-	// File is the image's one file: Kubeboot (the kubeboot binary, whose
-	// first argument picks the program) or the name of a helper.
+	// File is the image's one file, a helper's name.
 	File       string
 	Entrypoint []string
 }
 
-// Kubeboot is the File of the images made of the kubeboot binary.
-const Kubeboot = "kubeboot"
-
-// PauseFile and TestServerFile are the Files of the pause and test-server
-// images: small helpers of their own.
+// The Files of the images: small helpers of their own (package helpers).
 const (
 	PauseFile      = "pause"
+	CoreDNSFile    = "coredns"
 	TestServerFile = "test-server"
 )
 
@@ -38,7 +34,7 @@ const (
 func All() []Image {
 	return []Image{
 		{Name: Pause, File: PauseFile, Entrypoint: []string{"/pause"}},
-		{Name: CoreDNS, File: Kubeboot, Entrypoint: []string{"/kubeboot", "coredns"}},
+		{Name: CoreDNS, File: CoreDNSFile, Entrypoint: []string{"/coredns"}},
 		{Name: TestServer, File: TestServerFile, Entrypoint: []string{"/test-server"}},
 	}
 }

@@ -16,7 +16,7 @@ import (
 func TestWriteArchive(t *testing.T) {
 	dir := t.TempDir()
 	content := map[string][]byte{
-		Kubeboot:       []byte("#!/bin/true\nnot really a binary\n"),
+		CoreDNSFile:    []byte("#!/bin/true\nnot really CoreDNS\n"),
 		PauseFile:      []byte("#!/bin/true\nnot really pause\n"),
 		TestServerFile: []byte("#!/bin/true\nnot really the test server\n"),
 	}

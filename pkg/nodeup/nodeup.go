@@ -219,9 +219,10 @@ func (n *Node) startImageImport(ctx context.Context, criEndpoint string) {
 		start := time.Now()
 		// The work is containerd's, at the node side's low CPU weight
 		// while an API server comes up.
-		files := images.Files{images.Kubeboot: n.Exe,
-			images.PauseFile:      n.FS.Path(path.Join(node.HelpersDir, helpers.Pause)),
-			images.TestServerFile: n.FS.Path(path.Join(node.HelpersDir, helpers.TestServer))}
+		files := images.Files{}
+		for _, f := range []string{images.PauseFile, images.CoreDNSFile, images.TestServerFile} {
+			files[f] = n.FS.Path(path.Join(node.HelpersDir, f))
+		}
 		streamed, err := images.ImportBuilt(ctx, sock, files)
 		if err == nil {
 			n.Logf("[images] Imported %s, %s and %s into containerd in %s (%.0f MiB of layers, no registry contacted)", images.Pause, images.CoreDNS, images.TestServer, time.Since(start).Round(time.Millisecond), float64(streamed)/(1<<20))
