@@ -1,6 +1,7 @@
 // Package helpers carries the programs a node runs once per pod — the runc
 // shim (containerd-shim-runc-v2), the pod sandbox's pause and the CNI
-// plugins — as small static binaries built from their upstream main
+// plugins — and containerd itself and the files of kubeboot's images
+// (CoreDNS, the test server), as static binaries built from their main
 // packages (`go run ./hack/helpers`, which `make build` runs) and embedded
 // in kubeboot, zstd-compressed. They import nothing of Kubernetes: a shim
 // or a plugin exec costs a few milliseconds, where an exec of the whole
@@ -35,6 +36,7 @@ import (
 
 // Names of the helpers.
 const (
+	Containerd = "containerd"
 	Shim       = "containerd-shim-runc-v2"
 	Pause      = "pause"
 	TestServer = "test-server"
