@@ -64,7 +64,9 @@ func run(runs, pods int, idle time.Duration) error {
 		}
 		if pods > 0 {
 			if !last {
-				time.Sleep(settle) // init's own work done, as in the last run
+				// Measured at the same point as the last run's: the
+				// components' memory settles ~20 s after their start.
+				time.Sleep(idle)
 			}
 			if s.burst, err = podBurst(h, c, pods); err != nil {
 				return err
@@ -98,9 +100,6 @@ func run(runs, pods int, idle time.Duration) error {
 	return nil
 }
 
-// settle is how long the runs before the last wait after init before
-// their burst: CoreDNS and the image import are done by then.
-const settle = 15 * time.Second
 
 // client watches with super-admin.conf (group system:masters): admin.conf
 // has no rights until init binds its group, late in wait-control-plane,
