@@ -25,12 +25,8 @@ import (
 // The helpers: file name → main package. go build names each binary
 // after the last element of its package path, which is the helper's name.
 var packages = map[string]string{
-	// containerd itself, run by the node daemon: a binary of its own
-	// starts in ~35 ms with 8 MiB of heap, where linked into kubeboot it
-	// took ~80 ms and 17 MiB (it initialised every Kubernetes package).
-	helpers.Containerd: "github.com/containerd/containerd/v2/cmd/containerd",
-	helpers.Shim:       "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
-	helpers.Pause:      "github.com/kubeboot/kubeboot/cmd/pause",
+	helpers.Shim:  "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
+	helpers.Pause: "github.com/kubeboot/kubeboot/cmd/pause",
 	// Not per pod, but the one file of an image, kept small too.
 	helpers.TestServer: "github.com/kubeboot/kubeboot/cmd/test-server",
 	helpers.CoreDNS:    "github.com/kubeboot/kubeboot/cmd/coredns",

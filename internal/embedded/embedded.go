@@ -9,8 +9,11 @@ package embedded
 
 import (
 	"context"
+	"fmt"
 	"os"
 
+	_ "github.com/containerd/containerd/v2/cmd/containerd/builtins" // containerd's plugins, as its own main imports them
+	containerd "github.com/containerd/containerd/v2/cmd/containerd/command"
 	"go.etcd.io/etcd/server/v3/etcdmain"
 	"k8s.io/component-base/cli"
 	"k8s.io/component-base/logs"
@@ -37,6 +40,13 @@ type Main func(args []string) int
 // Components maps each embedded component's name to its entry point.
 func Components() map[string]Main {
 	m := map[string]Main{
+		"containerd": settle.Main(func(args []string) int {
+			if err := containerd.App().Run(context.Background(), append([]string{"containerd"}, args...)); err != nil {
+				fmt.Fprintln(os.Stderr, "containerd:", err)
+				return 1
+			}
+			return 0
+		}),
 		"etcd": settle.Main(func(args []string) int {
 			os.Args = append([]string{"etcd"}, args...)
 			etcdmain.Main(os.Args)

@@ -1,7 +1,6 @@
 // Package helpers carries the programs a node runs once per pod — the runc
 // shim (containerd-shim-runc-v2), the pod sandbox's pause and the CNI
-// plugins — and containerd itself and the files of kubeboot's images
-// (CoreDNS, the test server), as static binaries built from their main
+// plugins — as small static binaries built from their upstream main
 // packages (`go run ./hack/helpers`, which `make build` runs) and embedded
 // in kubeboot, zstd-compressed. They import nothing of Kubernetes: a shim
 // or a plugin exec costs a few milliseconds, where an exec of the whole
@@ -36,7 +35,6 @@ import (
 
 // Names of the helpers.
 const (
-	Containerd = "containerd"
 	Shim       = "containerd-shim-runc-v2"
 	Pause      = "pause"
 	TestServer = "test-server"

@@ -40,12 +40,11 @@ func (r Renderer) ManagedContainerd() bool {
 	return r.Cfg.Init.NodeRegistration.CRISocket == node.ManagedCRISocket
 }
 
-// ContainerdSpec renders containerd 2, a binary of its own among the
-// helpers kubeboot carries, run with kubeboot's configuration.
+// ContainerdSpec renders containerd 2, linked into kubeboot like the other
+// components, run with kubeboot's configuration.
 func (r Renderer) ContainerdSpec() Spec {
 	return Spec{
 		Name:  Containerd,
-		Exec:  r.FS.Path(node.ContainerdPath),
 		Args:  []string{"--config", r.FS.Path(node.ContainerdConfig)},
 		Probe: Probe{Socket: r.FS.Path(node.ContainerdSocket)},
 		Dirs:  []Dir{{Path: r.FS.Path(node.ContainerdRoot), Mode: 0o711}, {Path: r.FS.Path(node.ContainerdState), Mode: 0o711}},

@@ -89,11 +89,6 @@ const containerdModule = "github.com/containerd/containerd/v2"
 func FromSpec(spec component.Spec, specFile string, env []string, cwd string, src Sources) Launch {
 	l := Launch{Name: spec.Name, Program: spec.Name, Args: append([]string{}, spec.Args...), Env: env, Cwd: cwd, Spec: specFile}
 	switch {
-	case spec.Name == component.Containerd:
-		// A helper binary of its own (spec.Exec).
-		l.Program = spec.Exec
-		l.Package = containerdModule + "/cmd/containerd"
-		l.PackageDir = modDir(src.ModCache, containerdModule, "v"+strings.TrimPrefix(version.Containerd, "v"), "cmd/containerd")
 	case spec.Exec != "":
 		l.Program = spec.Exec
 	case kubernetesCmds[spec.Name]:
@@ -103,6 +98,9 @@ func FromSpec(spec component.Spec, specFile string, env []string, cwd string, sr
 		} else {
 			l.PackageDir = modDir(src.ModCache, "k8s.io/kubernetes", version.Kubernetes, "cmd/"+spec.Name)
 		}
+	case spec.Name == component.Containerd:
+		l.Package = containerdModule + "/cmd/containerd"
+		l.PackageDir = modDir(src.ModCache, containerdModule, "v"+strings.TrimPrefix(version.Containerd, "v"), "cmd/containerd")
 	case spec.Name == component.Etcd:
 		l.Package = etcdModule
 		l.PackageDir = modDir(src.ModCache, etcdModule, "v"+strings.TrimPrefix(version.Etcd, "v"), "")

@@ -24,9 +24,7 @@ const (
 	// directory of the running binary's helpers (see package helpers).
 	HelpersDir = "/var/lib/kubeboot/helpers/current"
 	ShimPath   = HelpersDir + "/containerd-shim-runc-v2"
-	// ContainerdPath is containerd, a helper too.
-	ContainerdPath = HelpersDir + "/containerd"
-	CNIBinDir      = HelpersDir
+	CNIBinDir  = HelpersDir
 	// ContainerdOpt is containerd's opt directory: containerd puts its
 	// bin, a link to HelpersDir, first in its PATH, where it finds the
 	// shim of the containers it finds running when it starts again

@@ -79,7 +79,7 @@ func TestKubeadmJoinsKubeboot(t *testing.T) {
 		}
 		procs = append(procs, cmd)
 	}
-	start(fs.Path(node.ContainerdPath), "--config", fs.Path(node.ContainerdConfig))
+	start(binary, "containerd", "--config", fs.Path(node.ContainerdConfig))
 	socket := "unix://" + fs.Path(node.ContainerdSocket)
 	eventually(t, 30*time.Second, 50*time.Millisecond, "containerd's socket", func() error {
 		_, err := os.Stat(fs.Path(node.ContainerdSocket))

@@ -457,14 +457,19 @@ func serveUpstreamDNS(t *testing.T, h *nethost.Host, listen, name, addr string) 
 }
 
 // checkRuntimeIsKubeboots checks that the containerd serving the node's
-// kubelet is the one kubeboot carries (2.x, its helper under the host's
-// root), and that the pods' shims and pause processes run from the
-// helpers too, not from anything a distribution installed.
+// kubelet is the one kubeboot carries (2.x, the kubeboot binary's own
+// process), and that the pods' shims, pause processes and CNI plugins
+// run from the helpers under the host's root, not from anything a
+// distribution installed.
 func checkRuntimeIsKubeboots(t *testing.T, h *nethost.Host, nodeName string) {
 	t.Helper()
 	rv := kubectl(t, h, "get", "node", nodeName, "-o", "jsonpath={.status.nodeInfo.containerRuntimeVersion}")
 	if !strings.HasPrefix(rv, "containerd://2.") {
 		t.Errorf("node %s's runtime is %q, want kubeboot's containerd 2.x", nodeName, rv)
+	}
+	self, err := filepath.EvalSymlinks(binary)
+	if err != nil {
+		t.Fatal(err)
 	}
 	helpersDir, err := filepath.EvalSymlinks(filepath.Join(h.Root, "var/lib/kubeboot/helpers/current"))
 	if err != nil {
@@ -472,8 +477,8 @@ func checkRuntimeIsKubeboots(t *testing.T, h *nethost.Host, nodeName string) {
 	}
 	for _, c := range readStatus(t, h).Components {
 		if c.Name == "containerd" {
-			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", c.PID)); exe != filepath.Join(helpersDir, "containerd") {
-				t.Errorf("containerd (pid %d) runs %q, not kubeboot's helper in %s", c.PID, exe, helpersDir)
+			if exe, _ := os.Readlink(fmt.Sprintf("/proc/%d/exe", c.PID)); exe != self {
+				t.Errorf("containerd (pid %d) runs %q, want the kubeboot binary %s", c.PID, exe, self)
 			}
 		}
 	}
