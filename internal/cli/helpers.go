@@ -42,7 +42,7 @@ for a containerd of kubeboot's configuration that kubeboot did not start.`,
 		Short: "Write the helpers under --root, verified by sha256",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			dir := g.FS(false, nil).Path(path.Dir(node.HelpersDir))
+			dir := g.FS(false, nil).Path(node.HelpersRoot)
 			logf := func(format string, args ...any) { fmt.Fprintf(s.Out, format+"\n", args...) }
 			res, err := helpers.Install(dir, logf)
 			if err != nil {

@@ -31,6 +31,8 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
 
 // Names of the helpers.
@@ -188,17 +190,8 @@ func install(files fs.FS, dir string, logf func(format string, args ...any)) (Re
 		}
 		res.Written = append(res.Written, e.Name)
 	}
-	link := filepath.Join(dir, Current)
-	if cur, err := os.Readlink(link); err != nil || cur != digest {
-		tmp := link + ".tmp"
-		os.Remove(tmp)
-		if err := os.Symlink(digest, tmp); err != nil {
-			return res, err
-		}
-		if err := os.Rename(tmp, link); err != nil {
-			return res, err
-		}
-		res.Relinked = true
+	if res.Relinked, err = fsys.Symlink(digest, filepath.Join(dir, Current)); err != nil {
+		return res, err
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {

@@ -35,8 +35,9 @@ type Shared struct {
 	PodLogsDir string
 	// CNINetwork is the node's CNI network name.
 	CNINetwork string
-	// ShimSocketDir is the node's own directory of shim sockets when it
-	// sits outside the root prefix (node.ShimSocketDir), else empty.
+	// ShimSocketDir is the node's own directory of shim sockets
+	// (node.ShimSocketDir): outside the root prefix when the root's path
+	// is too long, else in the state dir, gone with the rest by then.
 	ShimSocketDir string
 	// ContainerIDs are the containers (sandboxes among them) it ran.
 	ContainerIDs []string

@@ -451,7 +451,7 @@ func signalAndWait(ctx context.Context, fs fsys.FS, timeout time.Duration, what 
 // any that differ from what this binary carries, before containerd
 // starts a shim or a CNI plugin from them.
 func verifyHelpers(fs fsys.FS, logf func(format string, args ...any)) {
-	dir := fs.Path(path.Dir(node.HelpersDir))
+	dir := fs.Path(node.HelpersRoot)
 	if _, err := os.Stat(dir); err != nil {
 		return
 	}

@@ -58,6 +58,29 @@ func (r Root) WriteFile(nodePath string, data []byte, perm fs.FileMode) error {
 	return WriteFileAtomic(r.Path(nodePath), data, perm)
 }
 
+// Symlink makes link a symbolic link to target, replacing whatever link
+// was, atomically (a new link renamed over it), and creates link's
+// directory. It reports whether it changed anything: a link that already
+// points at target is left alone.
+func Symlink(target, link string) (bool, error) {
+	if cur, err := os.Readlink(link); err == nil && cur == target {
+		return false, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		return false, err
+	}
+	tmp := link + ".tmp"
+	os.Remove(tmp)
+	if err := os.Symlink(target, tmp); err != nil {
+		return false, fmt.Errorf("linking %s: %w", link, err)
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		os.Remove(tmp)
+		return false, err
+	}
+	return true, nil
+}
+
 // WriteFileAtomic writes data to a temporary file beside path, syncs it and
 // renames it into place, so that path holds either the old or the new
 // content and never a part of it.

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"os"
 	"time"
@@ -186,7 +185,7 @@ func writeLayerBlob(ctx context.Context, cs content.Store, name, path string) (d
 	}
 	// Whole megabytes per gRPC message, not the tar writer's 32 KiB.
 	buf := bufio.NewWriterSize(w, 1<<20)
-	n := &counter{h: nopHash{}}
+	n := &counter{}
 	if err := writeLayer(io.MultiWriter(buf, n), name, f); err != nil {
 		return descriptor{}, err
 	}
@@ -199,11 +198,6 @@ func writeLayerBlob(ctx context.Context, cs content.Store, name, path string) (d
 	}
 	return descriptor{MediaType: mediaLayer, Digest: dgst.String(), Size: n.n}, nil
 }
-
-// nopHash lets counter count without hashing.
-type nopHash struct{ hash.Hash }
-
-func (nopHash) Write(p []byte) (int, error) { return len(p), nil }
 
 func ociDesc(d descriptor) ocispec.Descriptor {
 	o := ocispec.Descriptor{MediaType: d.MediaType, Digest: digest.Digest(d.Digest), Size: d.Size, Annotations: d.Annotations}

@@ -85,12 +85,19 @@ func writeLayer(w io.Writer, name string, bin *os.File) error {
 	return tw.Close()
 }
 
+// counter counts what is written through it, and hashes it when h is set.
 type counter struct {
 	h hash.Hash
 	n int64
 }
 
-func (c *counter) Write(p []byte) (int, error) { c.n += int64(len(p)); return c.h.Write(p) }
+func (c *counter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	if c.h == nil {
+		return len(p), nil
+	}
+	return c.h.Write(p)
+}
 
 func digestOf(b []byte) string {
 	s := sha256.Sum256(b)

@@ -19,12 +19,14 @@ const (
 	// sockets of nodes whose root prefix is too long for them to sit in
 	// the state dir (see ShimSocketDir). It is a host path.
 	ShimSocketsDir = "/run/kubeboot/s"
-	// HelpersDir holds the per-pod helpers kubeboot carries (the runc
-	// shim, pause, the CNI plugins): a link to the content-addressed
-	// directory of the running binary's helpers (see package helpers).
-	HelpersDir = "/var/lib/kubeboot/helpers/current"
-	ShimPath   = HelpersDir + "/containerd-shim-runc-v2"
-	CNIBinDir  = HelpersDir
+	// HelpersRoot holds the content-addressed directories of the helpers
+	// kubeboot carries (see package helpers), HelpersDir the link to the
+	// running binary's (the runc shim, pause, the CNI plugins, the
+	// images' files).
+	HelpersRoot = "/var/lib/kubeboot/helpers"
+	HelpersDir  = HelpersRoot + "/current"
+	ShimPath    = HelpersDir + "/containerd-shim-runc-v2"
+	CNIBinDir   = HelpersDir
 	// ContainerdOpt is containerd's opt directory: containerd puts its
 	// bin, a link to HelpersDir, first in its PATH, where it finds the
 	// shim of the containers it finds running when it starts again

@@ -154,7 +154,7 @@ func (n *Node) PrepareHost(prefix string) error {
 	if !n.Renderer().ManagedContainerd() {
 		return nil
 	}
-	dir := n.FS.Path(path.Dir(node.HelpersDir))
+	dir := n.FS.Path(node.HelpersRoot)
 	if n.FS.DryRun() {
 		n.Logf("[dryrun] Would write the per-pod helpers (%s, %s and the CNI plugins %v) to %q", helpers.Shim, helpers.Pause, helpers.CNIPlugins, dir)
 		return nil
@@ -172,11 +172,8 @@ func (n *Node) PrepareHost(prefix string) error {
 	if err != nil {
 		return err
 	}
-	if cur, err := os.Readlink(optBin); err != nil || cur != target {
-		os.Remove(optBin)
-		if err := os.Symlink(target, optBin); err != nil {
-			return err
-		}
+	if _, err := fsys.Symlink(target, optBin); err != nil {
+		return err
 	}
 	n.Logf("[%s] Wrote the per-pod helpers (%s, %s and the CNI plugins %v) to %q, verified by sha256", prefix, helpers.Shim, helpers.Pause, helpers.CNIPlugins, res.Dir)
 	return nil

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
 
 // States a component goes through.
@@ -403,17 +404,8 @@ func (s *Supervisor) runInProcess(ctx context.Context, p *proc, run InProcessFun
 // link makes (or keeps) LinkDir/name, a symbolic link to Exe.
 func (s *Supervisor) link(name string) (string, error) {
 	link := filepath.Join(s.opts.LinkDir, name)
-	if cur, err := os.Readlink(link); err == nil && cur == s.opts.Exe {
-		return link, nil
-	}
-	if err := os.MkdirAll(s.opts.LinkDir, 0o755); err != nil {
-		return "", err
-	}
-	os.Remove(link)
-	if err := os.Symlink(s.opts.Exe, link); err != nil {
-		return "", fmt.Errorf("linking %s: %w", link, err)
-	}
-	return link, nil
+	_, err := fsys.Symlink(s.opts.Exe, link)
+	return link, err
 }
 
 func exitString(err error) string {

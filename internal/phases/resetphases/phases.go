@@ -153,12 +153,7 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	}
 	shared := cleanup.Shared{
 		PodLogsDir: fs.Path(node.PodLogsDir), CNINetwork: node.CNINetwork(fs),
-		ContainerIDs: ids, Out: d.Out,
-	}
-	// The shims' sockets sit in the state dir, which went with the rest,
-	// unless the root's path is too long for them.
-	if dir := node.ShimSocketDir(fs); dir != fs.Path(node.ContainerdState+"/s") {
-		shared.ShimSocketDir = dir
+		ShimSocketDir: node.ShimSocketDir(fs), ContainerIDs: ids, Out: d.Out,
 	}
 	if err := shared.Remove(); err != nil {
 		return err
