@@ -18,7 +18,7 @@ func TestSharedRemovesOnlyOwnEntries(t *testing.T) {
 	ContainerLogLinks = filepath.Join(dir, "var/log/containers")
 	DevicePlugins = filepath.Join(dir, "var/lib/kubelet/device-plugins")
 	CNICache = filepath.Join(dir, "var/lib/cni")
-	shims := filepath.Join(dir, "run/kubeboot/s")
+	shims := filepath.Join(dir, "run/kubeboot-shims")
 	for _, d := range []string{ContainerLogLinks, DevicePlugins, filepath.Join(CNICache, "results"), filepath.Join(shims, "kubeboot-aaaa1111"), filepath.Join(shims, "kubeboot-bbbb2222")} {
 		os.MkdirAll(d, 0o755)
 	}

@@ -87,8 +87,10 @@ const maxShimSocketDir = 42
 
 // ShimSocketDir is where the node's shims put their sockets: under the
 // state dir when its path is short enough, else a directory named after
-// the node's tag in /run/kubeboot/s, which reset removes. containerd's
-// default, /run/containerd/s, is shared by every containerd of a machine.
+// the node's tag in /run/kubeboot-shims, which reset removes (not in
+// /run/kubeboot, the state of a node whose root is "/", which its reset
+// removes whole). containerd's default, /run/containerd/s, is shared by
+// every containerd of a machine.
 func ShimSocketDir(fs fsys.FS) string {
 	if d := fs.Path(ContainerdState + "/s"); len(d) <= maxShimSocketDir {
 		return d

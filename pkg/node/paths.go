@@ -17,8 +17,9 @@ const (
 	RuncRoot = "/run/kubeboot/runc"
 	// ShimSocketsDir holds, in a directory per node tag, the shims'
 	// sockets of nodes whose root prefix is too long for them to sit in
-	// the state dir (see ShimSocketDir). It is a host path.
-	ShimSocketsDir = "/run/kubeboot/s"
+	// the state dir (see ShimSocketDir). It is a host path, apart from
+	// /run/kubeboot, which a node with --root / owns and its reset removes.
+	ShimSocketsDir = "/run/kubeboot-shims"
 	// HelpersRoot holds the content-addressed directories of the helpers
 	// kubeboot carries (see package helpers), HelpersDir the link to the
 	// running binary's (the runc shim, pause, the CNI plugins, the
