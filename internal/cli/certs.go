@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -17,7 +19,9 @@ import (
 
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/bootstrap"
+	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/pki"
@@ -129,18 +133,6 @@ certificate key and it will generate and print one for you.`,
 	return cmd
 }
 
-// renewableKubeconfigs are the kubeconfig files whose certificates
-// kubeboot checks and renews.
-func renewableKubeconfigs(c *config.Config) []kubeconfig.Spec {
-	var out []kubeconfig.Spec
-	for _, s := range kubeconfig.List(c) {
-		if s.Renewable {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 func newCheckExpirationCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	o := &clusterOptions{prefix: "check-expiration"}
 	cmd := &cobra.Command{
@@ -154,7 +146,7 @@ func newCheckExpirationCommand(g *GlobalFlags, s Streams) *cobra.Command {
 				return err
 			}
 			cas, leaves := gen.Inspect()
-			for _, k := range renewableKubeconfigs(gen.Cfg) {
+			for _, k := range kubeconfig.Renewable(gen.Cfg) {
 				st := pki.Status{Name: k.FileName, CAName: "ca"}
 				file := path.Join(kubeconfig.Dir, k.FileName)
 				if cert, err := kw.ClientCert(file); err != nil {
@@ -236,7 +228,7 @@ func yesNo(b bool) string {
 func newRenewCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	o := &clusterOptions{prefix: "renew"}
 	names := append([]string{"all"}, nonCANames()...)
-	for _, k := range renewableKubeconfigs(nil) {
+	for _, k := range kubeconfig.Renewable(nil) {
 		names = append(names, k.FileName)
 	}
 	cmd := &cobra.Command{
@@ -247,8 +239,12 @@ period, keeping the identity and SANs of the existing certificate. CAs are
 not renewed. Renewal needs the signing CA's key; certificates of an external
 CA are renewed with that CA.
 
-Components read their certificates when they start: restart the control
-plane afterwards.`,
+On a node whose daemon runs, this works online: kube-apiserver and etcd
+load their new certificates by themselves, and the daemon restarts, one at
+a time, the components that read a renewed kubeconfig only at their start
+(kube-controller-manager, kube-scheduler, ...). The daemon also renews
+every certificate by itself before it expires (init's
+--certificate-renew-before).`,
 		Args:      cobra.ExactArgs(1),
 		ValidArgs: names,
 		RunE: func(_ *cobra.Command, args []string) error {
@@ -264,10 +260,12 @@ plane afterwards.`,
 				fmt.Fprintf(s.Out, "[renew] %s renewed\n", spec.LongName)
 				return nil
 			}
+			var renewedFiles []string
 			renewKubeconfig := func(k kubeconfig.Spec) error {
 				if err := kw.Renew(k); err != nil {
 					return err
 				}
+				renewedFiles = append(renewedFiles, gen.FS.Path(path.Join(kubeconfig.Dir, k.FileName)))
 				fmt.Fprintf(s.Out, "[renew] certificate embedded in the kubeconfig file %s renewed\n", k.FileName)
 				return nil
 			}
@@ -280,7 +278,7 @@ plane afterwards.`,
 						}
 					}
 				}
-				for _, k := range renewableKubeconfigs(gen.Cfg) {
+				for _, k := range kubeconfig.Renewable(gen.Cfg) {
 					if err := renewKubeconfig(k); err != nil {
 						return err
 					}
@@ -292,8 +290,7 @@ plane afterwards.`,
 			} else if err := renewCert(arg); err != nil {
 				return err
 			}
-			fmt.Fprintln(s.Out, "\nDone renewing certificates. You must restart the kube-apiserver, kube-controller-manager, kube-scheduler and etcd, so that they can use the new certificates.")
-			return nil
+			return announceRenewal(gen.FS, s.Out, renewedFiles)
 		},
 	}
 	o.addFlags(cmd)
@@ -311,10 +308,44 @@ func nonCANames() []string {
 }
 
 func findKubeconfig(c *config.Config, file string) (kubeconfig.Spec, bool) {
-	for _, k := range renewableKubeconfigs(c) {
+	for _, k := range kubeconfig.Renewable(c) {
 		if k.FileName == file {
 			return k, true
 		}
 	}
 	return kubeconfig.Spec{}, false
+}
+
+// announceRenewal tells the node daemon to look at the renewed files now
+// and says what happens next: which components it restarts (those whose
+// spec names a renewed kubeconfig in RestartOn) and that the others
+// reload their certificates by themselves.
+func announceRenewal(fs fsys.FS, out io.Writer, renewed []string) error {
+	pid := daemon.Running(fs)
+	if pid == 0 {
+		fmt.Fprintln(out, "\nDone renewing certificates. The kubeboot daemon does not run: the components load them when it starts them (`kubeboot daemon start`).")
+		return nil
+	}
+	specs, err := (component.Store{FS: fs}).Load()
+	if err != nil {
+		return err
+	}
+	var restart []string
+	for _, sp := range specs {
+		for _, f := range sp.RestartOn {
+			if slices.Contains(renewed, f) {
+				restart = append(restart, sp.Name)
+				break
+			}
+		}
+	}
+	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+		return fmt.Errorf("telling the kubeboot daemon (pid %d): %w", pid, err)
+	}
+	fmt.Fprintln(out, "\nDone renewing certificates. kube-apiserver and etcd load them by themselves, without a restart.")
+	if len(restart) > 0 {
+		fmt.Fprintf(out, "The kubeboot daemon restarts %s, one at a time, each once the previous is ready: they read their kubeconfigs only at start (its log: %s).\n",
+			strings.Join(restart, ", "), fs.Path(daemon.LogFile))
+	}
+	return nil
 }

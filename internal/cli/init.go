@@ -30,10 +30,12 @@ type initOptions struct {
 	singleNode            bool
 	hardened              bool
 	explain               bool
+	lifecycle             config.Lifecycle
 }
 
 func (o *initOptions) addFlags(fs *pflag.FlagSet) {
 	o.cfg.AddFlags(fs)
+	o.lifecycle.AddFlags(fs)
 	fs.BoolVar(&o.dryRun, "dry-run", false, "Don't apply any changes; just output what would be done")
 	fs.StringSliceVar(&o.ignorePreflightErrors, "ignore-preflight-errors", nil, "Pre-flight checks whose errors become warnings, e.g. 'Port-6443,IsPrivilegedUser'; 'all' ignores every check")
 	fs.BoolVar(&o.uploadCerts, "upload-certs", false, "Upload control-plane certificates to the kubeadm-certs Secret")
@@ -115,6 +117,10 @@ func (o *initOptions) build(g *GlobalFlags, s Streams, fs *pflag.FlagSet) (*init
 	if err != nil {
 		return nil, workflow.Options{}, err
 	}
+	if err := o.lifecycle.Validate(); err != nil {
+		return nil, workflow.Options{}, err
+	}
+	c.Lifecycle = o.lifecycle
 	var hardened []string
 	if o.hardened {
 		hardened = hardening.Apply(c)

@@ -22,10 +22,12 @@ type joinOptions struct {
 	dryRun                bool
 	explain               bool
 	ignorePreflightErrors []string
+	lifecycle             config.Lifecycle
 }
 
 func (o *joinOptions) addFlags(fs *pflag.FlagSet) {
 	o.cfg.AddFlags(fs)
+	o.lifecycle.AddFlags(fs)
 	fs.BoolVar(&o.dryRun, "dry-run", false, "Don't apply any changes; just output what would be done (discovery still reads from the cluster)")
 	fs.StringSliceVar(&o.ignorePreflightErrors, "ignore-preflight-errors", nil, "Pre-flight checks whose errors become warnings, e.g. 'Port-10250'; 'all' ignores every check")
 	fs.BoolVar(&o.explain, "explain", false, "Under each phase's log line, name every file written, its mode and what it is: a certificate's identity and issuer, a kubeconfig's user and server, a component's ports")
@@ -124,6 +126,9 @@ func (o *joinOptions) build(g *GlobalFlags, s Streams, fs *pflag.FlagSet, args [
 	if err != nil {
 		return nil, workflow.Options{}, err
 	}
+	if err := o.lifecycle.Validate(); err != nil {
+		return nil, workflow.Options{}, err
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, workflow.Options{}, err
@@ -131,5 +136,7 @@ func (o *joinOptions) build(g *GlobalFlags, s Streams, fs *pflag.FlagSet, args [
 	d := joinphases.NewData(c.Join, host, explainFS(g.FS(o.dryRun, s.Out), o.explain, s), s.Out)
 	d.Exe = exe
 	d.IgnorePreflightErrors = o.ignorePreflightErrors
+	// A control plane's renewal and snapshots (a worker has neither).
+	d.Cfg.Lifecycle = o.lifecycle
 	return d, workflow.Options{DryRun: o.dryRun, Skip: c.Join.SkipPhases, Out: s.Out}, nil
 }

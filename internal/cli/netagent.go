@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,18 +35,4 @@ func newNetAgentCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "Credentials that can list and watch nodes")
 	cmd.Flags().StringVar(&podSubnets, "pod-subnets", "", "The cluster's pod network (comma-separated CIDRs), masqueraded when traffic leaves it")
 	return cmd
-}
-
-// netAgentInProcess runs the network agent inside the node daemon's
-// process, from its spec's args (the same flags `kubeboot netagent`
-// takes): one process fewer on every node, ~30 MiB of PSS.
-func netAgentInProcess(ctx context.Context, args []string, log io.Writer) error {
-	g := &GlobalFlags{}
-	root := &cobra.Command{Use: "kubeboot", SilenceUsage: true, SilenceErrors: true}
-	root.PersistentFlags().StringVar(&g.Root, "root", "/", "")
-	root.AddCommand(newNetAgentCommand(g, Streams{Out: log, Err: log}))
-	root.SetArgs(args)
-	root.SetOut(log)
-	root.SetErr(log)
-	return root.ExecuteContext(ctx)
 }

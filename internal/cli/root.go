@@ -84,6 +84,8 @@ with every component embedded in this one binary and nothing to download.
 		newDaemonCommand(g, s),
 		newStatusCommand(g, s),
 		newNetAgentCommand(g, s),
+		newCertRenewerCommand(g, s),
+		newEtcdSnapshotterCommand(g, s),
 		newAPIServerLBCommand(g, s),
 		newCSRApproverCommand(s),
 		newImagesCommand(g, s),

@@ -58,6 +58,15 @@ type Spec struct {
 	Ports []int `json:"ports,omitempty"`
 	// Dirs are created (host paths, with their modes) before the start.
 	Dirs []Dir `json:"dirs,omitempty"`
+	// RestartOn are host paths the component reads only when it starts:
+	// kubeconfigs that embed their client certificate, which client-go
+	// never reads again. When one changes (a certificate renewal) the node
+	// daemon restarts the component. Files a component reloads by itself
+	// are not listed: the API server's serving, client-CA and proxy
+	// certificates (dynamic certificates), certificate files named in a
+	// kubeconfig or a flag (client-go reloads them), and etcd's (read at
+	// every handshake).
+	RestartOn []string `json:"restartOn,omitempty"`
 }
 
 // Dir is a directory a component needs.

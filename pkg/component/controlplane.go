@@ -4,6 +4,7 @@ import (
 	"net"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -252,11 +253,12 @@ func (r Renderer) ControllerManager() Spec {
 	}
 	r.applyExtra(a, c.Cluster.ControllerManager.ExtraArgs)
 	return Spec{
-		Name:  ControllerManager,
-		Args:  a.List(),
-		After: []string{APIServer},
-		Probe: healthzProbe(a, ControllerManagerPort),
-		Ports: []int{a.port("secure-port", ControllerManagerPort)},
+		Name:      ControllerManager,
+		Args:      a.List(),
+		After:     []string{APIServer},
+		Probe:     healthzProbe(a, ControllerManagerPort),
+		Ports:     []int{a.port("secure-port", ControllerManagerPort)},
+		RestartOn: kubeconfigsOf(a),
 	}
 }
 
@@ -274,11 +276,25 @@ func (r Renderer) ServesTLSBootstrap() bool {
 // certificates (package csrapprover), as the controller-manager's
 // identity: it completes the controller-manager's CSR controllers.
 func (r Renderer) CSRApproverSpec() Spec {
+	conf := r.kubeconfig("controller-manager.conf")
 	return Spec{
-		Name:  CSRApprover,
-		Args:  []string{"--root", r.root(), "csr-approver", "--kubeconfig", r.kubeconfig("controller-manager.conf")},
-		After: []string{APIServer},
+		Name:      CSRApprover,
+		Args:      []string{"--root", r.root(), "csr-approver", "--kubeconfig", conf},
+		After:     []string{APIServer},
+		RestartOn: []string{conf},
 	}
+}
+
+// kubeconfigsOf are the distinct kubeconfig files a component's flags name
+// (extraArgs included), which it reads only at its start.
+func kubeconfigsOf(a *Args) []string {
+	var out []string
+	for _, f := range []string{"kubeconfig", "authentication-kubeconfig", "authorization-kubeconfig"} {
+		if v, ok := a.Get(f); ok && v != "" && !slices.Contains(out, v) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // healthzProbe is the /healthz of a component serving on --bind-address
@@ -300,10 +316,11 @@ func (r Renderer) Scheduler() Spec {
 	a.Set("secure-port", strconv.Itoa(SchedulerPort))
 	r.applyExtra(a, r.Cfg.Cluster.Scheduler.ExtraArgs)
 	return Spec{
-		Name:  Scheduler,
-		Args:  a.List(),
-		After: []string{APIServer},
-		Probe: healthzProbe(a, SchedulerPort),
-		Ports: []int{a.port("secure-port", SchedulerPort)},
+		Name:      Scheduler,
+		Args:      a.List(),
+		After:     []string{APIServer},
+		Probe:     healthzProbe(a, SchedulerPort),
+		Ports:     []int{a.port("secure-port", SchedulerPort)},
+		RestartOn: kubeconfigsOf(a),
 	}
 }

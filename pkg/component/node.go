@@ -100,6 +100,9 @@ func (r Renderer) KubeProxySpec() Spec {
 		Name:  KubeProxy,
 		Args:  []string{"--config=" + r.FS.Path(node.KubeProxyConfig)},
 		Probe: Probe{URL: fmt.Sprintf("http://127.0.0.1:%d/healthz", KubeProxyHealthz)},
+		// A control plane's kube-proxy.conf embeds its certificate; a
+		// worker's names the kubelet's rotating files, and never changes.
+		RestartOn: []string{r.FS.Path(node.KubeProxyConf)},
 	}
 }
 
@@ -116,9 +119,10 @@ func (r Renderer) NetAgentSpec() Spec {
 		args = append(args, "--pod-subnets", pods)
 	}
 	return Spec{
-		After: []string{APIServer},
-		Name:  NetAgent,
-		Args:  args,
+		After:     []string{APIServer},
+		Name:      NetAgent,
+		Args:      args,
+		RestartOn: []string{r.FS.Path(node.KubeProxyConf)},
 	}
 }
 

@@ -36,6 +36,8 @@ var Table = []Declared{
 	{Name: ControllerManager, Role: RoleControlPlane, Render: Renderer.ControllerManager},
 	{Name: Scheduler, Role: RoleControlPlane, Render: Renderer.Scheduler},
 	{Name: CSRApprover, Role: RoleControlPlane, Render: Renderer.CSRApproverSpec, Runs: Renderer.ServesTLSBootstrap},
+	{Name: CertRenewer, Role: RoleControlPlane, Render: Renderer.CertRenewerSpec},
+	{Name: EtcdSnapshotter, Role: RoleControlPlane, Render: Renderer.EtcdSnapshotterSpec, Runs: Renderer.SnapshotsRun},
 	{Name: Containerd, Role: RoleNode, Runs: Renderer.ManagedContainerd},
 	{Name: Kubelet, Role: RoleNode, Render: Renderer.KubeletSpec},
 	{Name: KubeProxy, Role: RoleNode, Render: Renderer.KubeProxySpec},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"testing"
+	"time"
 
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
@@ -34,12 +35,17 @@ func TestTable(t *testing.T) {
 		}
 		return out
 	}
-	if got, want := names(r.Specs(RoleControlPlane)), []string{Etcd, APIServer, ControllerManager, Scheduler}; !slices.Equal(got, want) {
+	if got, want := names(r.Specs(RoleControlPlane)), []string{Etcd, APIServer, ControllerManager, Scheduler, CertRenewer}; !slices.Equal(got, want) {
 		t.Errorf("control plane %v, want %v", got, want)
+	}
+	// Scheduled snapshots run where etcd is local and an interval is set.
+	cfg.Lifecycle.EtcdSnapshotInterval = time.Hour
+	if got, want := names(r.Specs(RoleControlPlane)), []string{Etcd, APIServer, ControllerManager, Scheduler, CertRenewer, EtcdSnapshotter}; !slices.Equal(got, want) {
+		t.Errorf("with scheduled snapshots %v, want %v", got, want)
 	}
 	cfg.Kubelet = &kubeletv1beta1.KubeletConfiguration{ServerTLSBootstrap: true}
 	cfg.Cluster.Etcd = kubeadmv1.Etcd{External: &kubeadmv1.ExternalEtcd{Endpoints: []string{"https://10.0.0.9:2379"}}}
-	if got, want := names(r.Specs(RoleControlPlane)), []string{APIServer, ControllerManager, Scheduler, CSRApprover}; !slices.Equal(got, want) {
+	if got, want := names(r.Specs(RoleControlPlane)), []string{APIServer, ControllerManager, Scheduler, CSRApprover, CertRenewer}; !slices.Equal(got, want) {
 		t.Errorf("with external etcd and serverTLSBootstrap: %v, want %v", got, want)
 	}
 	if got, want := names(r.Specs(RoleNode)), []string{Kubelet, KubeProxy, NetAgent}; !slices.Equal(got, want) {
@@ -55,5 +61,31 @@ func TestTable(t *testing.T) {
 	var s Spec
 	if err := json.Unmarshal(b, &s); err != nil || s.Role != RoleControlPlane {
 		t.Errorf("written spec's role %q (%v)", s.Role, err)
+	}
+}
+
+// The components that read a kubeconfig with an embedded certificate only
+// at start name it in RestartOn; the API server and etcd, which reload
+// their certificates, name nothing.
+func TestRestartOn(t *testing.T) {
+	cfg, err := config.InitDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Renderer{Cfg: cfg, FS: fsys.NewRoot("/r")}
+	for _, tc := range []struct {
+		spec Spec
+		want []string
+	}{
+		{r.APIServer(), nil},
+		{r.LocalEtcd(), nil},
+		{r.ControllerManager(), []string{"/r/etc/kubernetes/controller-manager.conf"}},
+		{r.Scheduler(), []string{"/r/etc/kubernetes/scheduler.conf"}},
+		{r.CSRApproverSpec(), []string{"/r/etc/kubernetes/controller-manager.conf"}},
+		{r.KubeProxySpec(), []string{"/r/etc/kubernetes/kube-proxy.conf"}},
+	} {
+		if !slices.Equal(tc.spec.RestartOn, tc.want) {
+			t.Errorf("%s restarts on %v, want %v", tc.spec.Name, tc.spec.RestartOn, tc.want)
+		}
 	}
 }

@@ -46,6 +46,8 @@ type Config struct {
 	Reset     *kubeadmv1.ResetConfiguration
 	Kubelet   *kubeletv1beta1.KubeletConfiguration
 	KubeProxy *kubeproxyv1alpha1.KubeProxyConfiguration
+	// Lifecycle is kubeboot's own, from flags: no document carries it.
+	Lifecycle Lifecycle
 
 	// Source names where the documents came from, for error messages.
 	Source string

@@ -200,6 +200,12 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer, inProcess 
 	})
 	store := component.Store{FS: fs}
 	var applied []byte
+	// running is what reload last handed the supervisor.
+	var running []component.Spec
+	restarts := newRestarter(logf, sup.Restart)
+	restartCtx, stopRestarts := context.WithCancel(ctx)
+	defer stopRestarts()
+	go restarts.run(restartCtx)
 	reload := func() {
 		all, err := store.Load()
 		if err != nil {
@@ -213,6 +219,7 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer, inProcess 
 				specs = append(specs, s)
 			}
 		}
+		running = specs
 		b, _ := json.Marshal(struct {
 			Specs   []component.Spec
 			Swapped map[string]time.Time
@@ -248,20 +255,24 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer, inProcess 
 	logf("kubeboot daemon started (pid %d, root %s)", os.Getpid(), fs.Path("/"))
 	verifyHelpers(fs, logf)
 	reload()
+	restarts.check(running)
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			logf("stopping every component")
+			stopRestarts()
 			sup.Stop()
 			onChange()
 			logf("kubeboot daemon stopped")
 			return nil
 		case <-hup:
 			reload()
+			restarts.check(running)
 		case <-tick.C:
 			reload()
+			restarts.check(running)
 			changed()
 		}
 	}

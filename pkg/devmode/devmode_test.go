@@ -39,6 +39,7 @@ func TestPrograms(t *testing.T) {
 		"kube-scheduler":          {"kube-scheduler", "/mod/k8s.io/kubernetes@v1.37.2/cmd/kube-scheduler"},
 		"kube-controller-manager": {"kube-controller-manager", "/mod/k8s.io/kubernetes@v1.37.2/cmd/kube-controller-manager"},
 		"netagent":                {"kubeboot", "${workspaceFolder}/cmd/kubeboot"},
+		"cert-renewer":            {"kubeboot", "${workspaceFolder}/cmd/kubeboot"},
 		"containerd":              {"containerd", "/mod/github.com/containerd/containerd/v2@v" + version.Containerd + "/cmd/containerd"},
 	}
 	for _, l := range ls {

@@ -80,6 +80,18 @@ func List(c *config.Config) []Spec {
 	}
 }
 
+// Renewable are the kubeconfig files whose certificates kubeboot checks
+// and renews.
+func Renewable(c *config.Config) []Spec {
+	var out []Spec
+	for _, s := range List(c) {
+		if s.Renewable {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // ServerURL is the control-plane endpoint as a URL: the
 // controlPlaneEndpoint when one is given (with the bind port when it names
 // no port), else this node's advertise address. admin.conf,

@@ -116,6 +116,10 @@ type proc struct {
 	mu     sync.Mutex
 	status Status
 	cmd    *exec.Cmd
+	// stopRun ends the current run only (Restart); restartWhy says why,
+	// so the loop starts it again at once rather than after a back-off.
+	stopRun    context.CancelFunc
+	restartWhy string
 }
 
 func (p *proc) set(f func(*Status)) {
@@ -187,6 +191,52 @@ func (s *Supervisor) Statuses() []Status {
 	return out
 }
 
+// Restart stops one running component and starts it again at once (no
+// back-off), saying why in its status and log, and waits until it is
+// ready again or timeout passes. Components that depend on it keep
+// running: a restart is not a change of spec.
+func (s *Supervisor) Restart(ctx context.Context, name, why string, timeout time.Duration) error {
+	s.mu.Lock()
+	p, ok := s.procs[name]
+	s.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%s does not run here", name)
+	}
+	p.mu.Lock()
+	stop := p.stopRun
+	if stop != nil {
+		p.restartWhy = why
+	}
+	p.mu.Unlock()
+	if stop == nil {
+		return fmt.Errorf("%s is not running (%s)", name, p.get().State)
+	}
+	s.opts.Logf("restarting %s: %s", name, why)
+	stop()
+	deadline := time.Now().Add(timeout)
+	// The loop resets restartWhy when the run ended, then the new run's
+	// probe sets Ready.
+	for {
+		p.mu.Lock()
+		pending := p.restartWhy != ""
+		p.mu.Unlock()
+		st := p.get()
+		if !pending && st.Ready && st.State == StateRunning {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.done:
+			return fmt.Errorf("%s was stopped while restarting", name)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s was not ready within %s of its restart (%s)", name, timeout, st.State)
+		}
+	}
+}
+
 func (s *Supervisor) ready(name string, required bool) bool {
 	s.mu.Lock()
 	p, ok := s.procs[name]
@@ -235,9 +285,27 @@ func (s *Supervisor) loop(ctx context.Context, p *proc) {
 			break
 		}
 		started := time.Now()
-		exitErr := s.runOnce(ctx, p)
+		runCtx, stopRun := context.WithCancel(ctx)
+		p.mu.Lock()
+		p.stopRun, p.restartWhy = stopRun, ""
+		p.mu.Unlock()
+		exitErr := s.runOnce(runCtx, p)
+		stopRun()
 		if ctx.Err() != nil {
 			break
+		}
+		p.mu.Lock()
+		why := p.restartWhy
+		p.stopRun, p.restartWhy = nil, ""
+		p.mu.Unlock()
+		if why != "" {
+			p.set(func(st *Status) {
+				st.State, st.Ready, st.PID, st.Since = StateWaiting, false, 0, time.Now()
+				st.Restarts++
+				st.LastExit = "restarted: " + why
+			})
+			s.opts.OnChange()
+			continue
 		}
 		if time.Since(started) > healthyRun {
 			backoff = firstBackoff

@@ -162,3 +162,63 @@ func TestInProcess(t *testing.T) {
 		t.Errorf("log %q", b)
 	}
 }
+
+// Restart stops one component and starts it again at once, with no
+// back-off, and waits for it to be ready; its dependents keep running.
+func TestRestart(t *testing.T) {
+	dir := t.TempDir()
+	s := New(Options{LogDir: dir, StopTimeout: 2 * time.Second})
+	defer s.Stop()
+	a := component.Spec{Name: "a", Exec: "/bin/sleep", Args: []string{"30"}}
+	b := component.Spec{Name: "b", Exec: "/bin/sleep", Args: []string{"30"}, After: []string{"a"}}
+	s.Apply([]component.Spec{a, b})
+	waitFor(t, "both running", func() bool {
+		sa, _ := statusOf(s, "a")
+		sb, _ := statusOf(s, "b")
+		return sa.Ready && sb.Ready
+	})
+	oldA, _ := statusOf(s, "a")
+	oldB, _ := statusOf(s, "b")
+	start := time.Now()
+	if err := s.Restart(context.Background(), "a", "its kubeconfig changed", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > firstBackoff+time.Second {
+		t.Errorf("the restart took %s: it waited for a back-off", took)
+	}
+	newA, _ := statusOf(s, "a")
+	if newA.PID == oldA.PID || !newA.Ready || newA.Restarts != 1 || newA.LastExit != "restarted: its kubeconfig changed" {
+		t.Errorf("after the restart: %+v (before %+v)", newA, oldA)
+	}
+	if sb, _ := statusOf(s, "b"); sb.PID != oldB.PID || sb.Restarts != 0 {
+		t.Errorf("the dependent was restarted too: %+v", sb)
+	}
+	if err := s.Restart(context.Background(), "nope", "x", time.Second); err == nil {
+		t.Error("restarting an unknown component: no error")
+	}
+}
+
+// An in-process component restarts the same way.
+func TestRestartInProcess(t *testing.T) {
+	var mu sync.Mutex
+	runs := 0
+	agent := func(ctx context.Context, _ []string, _ io.Writer) error {
+		mu.Lock()
+		runs++
+		mu.Unlock()
+		<-ctx.Done()
+		return nil
+	}
+	s := New(Options{LogDir: t.TempDir(), StopTimeout: 2 * time.Second, InProcess: map[string]InProcessFunc{"agent": agent}})
+	defer s.Stop()
+	s.Apply([]component.Spec{{Name: "agent"}})
+	waitFor(t, "agent running", func() bool { st, _ := statusOf(s, "agent"); return st.Ready })
+	if err := s.Restart(context.Background(), "agent", "renewed", 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if runs != 2 {
+		t.Errorf("%d runs, want 2", runs)
+	}
+}

@@ -11,9 +11,10 @@ import (
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 
-// TestSnapshotRestore saves etcd with the cluster's keys on one node,
-// resets it, and brings the cluster back on a fresh node from the file:
-// 500 objects made before are all there, the node is Ready, and the old
+// TestSnapshotRestore saves etcd with the cluster's keys on one node, by
+// hand and on the daemon's schedule (every 10 s, keeping 2), resets it,
+// and brings the cluster back on a fresh node from a scheduled file: 500
+// objects made before are all there, the node is Ready, and the old
 // cluster's admin.conf still works (same CA).
 func TestSnapshotRestore(t *testing.T) {
 	requireE2E(t)
@@ -23,7 +24,7 @@ func TestSnapshotRestore(t *testing.T) {
 	network := newNetwork(t, "kbr-net")
 	a := newHostWith(t, "kbr-a", "10.216.0.2", nethost.Options{Network: network})
 	b := newHostWith(t, "kbr-b", "10.216.0.3", nethost.Options{Network: network})
-	kb(t, a, "init", "--node-name", "a", "--single-node", "--skip-phases", "addon/coredns")
+	kb(t, a, "init", "--node-name", "a", "--single-node", "--skip-phases", "addon/coredns", "--etcd-snapshot-interval", "10s", "--etcd-snapshot-keep", "2")
 
 	// 500 ConfigMaps in one request list.
 	var list strings.Builder
@@ -57,6 +58,37 @@ func TestSnapshotRestore(t *testing.T) {
 	t.Logf("snapshot save took %s: %s", time.Since(start).Round(time.Millisecond), lastLine(strings.TrimSpace(grepLines(out, "Saved etcd"))))
 	if st, err := os.Stat(snap); err != nil || st.Mode().Perm() != 0o600 || !strings.Contains(out, "mode 0600") {
 		t.Errorf("the snapshot file: %v %v; want mode 0600, and said:\n%s", err, st, out)
+	}
+	// A scheduled snapshot taken after the objects were made, and only the
+	// newest two kept.
+	created := time.Now()
+	scheduled := filepath.Join(a.Root, "var/lib/kubeboot/etcd-snapshots")
+	var newest string
+	eventually(t, 60*time.Second, time.Second, "three scheduled snapshots after the objects", func() error {
+		files, _ := filepath.Glob(filepath.Join(scheduled, "etcd-a-*.snapshot"))
+		log, _ := os.ReadFile(filepath.Join(a.Root, "var/log/kubeboot/etcd-snapshotter.log"))
+		if n := strings.Count(string(log), "[snapshot] Removed "); n < 1 || len(files) == 0 {
+			return fmt.Errorf("%d snapshots, %d removed", len(files), n)
+		}
+		newest = files[len(files)-1]
+		if st, err := os.Stat(newest); err != nil || !st.ModTime().After(created) {
+			return fmt.Errorf("the newest snapshot %s is from before the objects", newest)
+		}
+		return nil
+	})
+	if files, _ := filepath.Glob(filepath.Join(scheduled, "etcd-a-*.snapshot")); len(files) != 2 {
+		t.Errorf("%d scheduled snapshots kept, want 2: %v", len(files), files)
+	}
+	if st, err := os.Stat(newest); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("a scheduled snapshot: %v %v, want mode 0600", err, st)
+	}
+	if st, err := os.Stat(scheduled); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("the scheduled snapshots' directory: %v %v, want mode 0700", err, st)
+	}
+	// reset removes the node's state, its snapshots with it: keep one.
+	snap = filepath.Join(dir, "scheduled.snapshot")
+	if b, err := os.ReadFile(newest); err != nil || os.WriteFile(snap, b, 0o600) != nil {
+		t.Fatalf("copying %s: %v", newest, err)
 	}
 	oldAdmin := filepath.Join(dir, "old-admin.conf")
 	adminConf, _ := os.ReadFile(filepath.Join(a.Root, "etc/kubernetes/admin.conf"))

@@ -1,0 +1,75 @@
+package component
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/kubeboot/kubeboot/pkg/config"
+)
+
+// kubeboot's own day-2 components of a control plane, which the node
+// daemon runs in its own process.
+const (
+	// CertRenewer renews the node's certificates and kubeconfigs before
+	// they expire (package renewal).
+	CertRenewer = "cert-renewer"
+	// EtcdSnapshotter saves etcd snapshots with the cluster's keys on a
+	// schedule, keeping the newest few.
+	EtcdSnapshotter = "etcd-snapshotter"
+)
+
+// certValidity is the validity of the leaf certificates kubeboot issues.
+func (r Renderer) certValidity() time.Duration {
+	if p := r.Cfg.Cluster.CertificateValidityPeriod; p != nil {
+		return p.Duration
+	}
+	return 365 * 24 * time.Hour
+}
+
+// CertRenewerSpec renders the renewer with the cluster's certificate
+// settings, so it renews as `kubeboot certs renew` does.
+func (r Renderer) CertRenewerSpec() Spec {
+	renewBefore := r.Cfg.Lifecycle.CertificateRenewBefore
+	if renewBefore == 0 {
+		renewBefore = 90 * 24 * time.Hour
+	}
+	alg := string(r.Cfg.Cluster.EncryptionAlgorithm)
+	if alg == "" {
+		alg = "RSA-2048"
+	}
+	return Spec{
+		Name: CertRenewer,
+		Args: []string{"--root", r.root(), "cert-renewer",
+			"--cert-dir", r.Cfg.Cluster.CertificatesDir,
+			"--encryption-algorithm", alg,
+			"--validity", r.certValidity().String(),
+			"--renew-before", renewBefore.String()},
+	}
+}
+
+// SnapshotsRun tells whether this control plane takes scheduled etcd
+// snapshots: its etcd is local and an interval is set.
+func (r Renderer) SnapshotsRun() bool {
+	return r.LocalEtcdRuns() && r.Cfg.Lifecycle.EtcdSnapshotInterval > 0
+}
+
+// EtcdSnapshotterSpec renders the scheduled snapshots. It starts once the
+// API server is ready: each snapshot carries the cluster's configuration,
+// read from it.
+func (r Renderer) EtcdSnapshotterSpec() Spec {
+	l := r.Cfg.Lifecycle
+	dir := l.EtcdSnapshotDir
+	if dir == "" {
+		dir = config.DefaultEtcdSnapshotDir
+	}
+	return Spec{
+		Name:  EtcdSnapshotter,
+		After: []string{APIServer},
+		Args: []string{"--root", r.root(), "etcd-snapshotter",
+			"--node-name", r.Cfg.Init.NodeRegistration.Name,
+			"--cert-dir", r.Cfg.Cluster.CertificatesDir,
+			"--interval", l.EtcdSnapshotInterval.String(),
+			"--keep", strconv.Itoa(l.EtcdSnapshotKeep),
+			"--dir", dir},
+	}
+}
