@@ -4,14 +4,16 @@ go 1.26.8
 
 require (
 	github.com/containerd/containerd/v2 v2.4.2
-	github.com/containernetworking/cni v1.3.1
+	github.com/containerd/errdefs v1.0.0
+	github.com/containerd/platforms v1.0.0-rc.5
 	github.com/containernetworking/plugins v1.10.0
 	github.com/coredns/coredns v1.14.6
 	github.com/coreos/go-iptables v0.8.0
+	github.com/google/go-containerregistry v0.22.0
 	github.com/inetaf/tcpproxy v0.0.0-20260515195445-c159a6051109
 	github.com/klauspost/compress v1.20.0
-	github.com/mattn/go-shellwords v1.0.16
 	github.com/miekg/dns v1.1.72
+	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
 	github.com/vishvananda/netlink v1.3.1
@@ -32,7 +34,6 @@ require (
 	k8s.io/kubernetes v1.37.2
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730
-	sigs.k8s.io/knftables v0.0.22
 	sigs.k8s.io/yaml v1.6.0
 )
 
@@ -49,7 +50,6 @@ require (
 	github.com/containerd/cgroups/v3 v3.1.3 // indirect
 	github.com/containerd/console v1.0.5 // indirect
 	github.com/containerd/continuity v0.5.0 // indirect
-	github.com/containerd/errdefs v1.0.0 // indirect
 	github.com/containerd/errdefs/pkg v0.3.0 // indirect
 	github.com/containerd/fifo v1.1.0 // indirect
 	github.com/containerd/go-cni v1.1.14 // indirect
@@ -59,10 +59,10 @@ require (
 	github.com/containerd/log/otel v0.1.0 // indirect
 	github.com/containerd/nri v0.12.3 // indirect
 	github.com/containerd/otelttrpc v0.1.0 // indirect
-	github.com/containerd/platforms v1.0.0-rc.5 // indirect
 	github.com/containerd/plugin v1.1.0 // indirect
 	github.com/containerd/typeurl/v2 v2.3.0 // indirect
 	github.com/containerd/zfs/v2 v2.0.0 // indirect
+	github.com/containernetworking/cni v1.3.1 // indirect
 	github.com/containers/ocicrypt v1.3.2 // indirect
 	github.com/coredns/corefile-migration v1.0.34 // indirect
 	github.com/docker/go-events v0.1.0 // indirect
@@ -74,13 +74,13 @@ require (
 	github.com/google/deck v1.1.0 // indirect
 	github.com/intel/goresctrl v0.13.0 // indirect
 	github.com/knqyf263/go-plugin v0.9.0 // indirect
+	github.com/mattn/go-shellwords v1.0.16 // indirect
 	github.com/miekg/pkcs11 v1.1.2 // indirect
 	github.com/mistifyio/go-zfs/v3 v3.0.1 // indirect
 	github.com/moby/locker v1.0.1 // indirect
 	github.com/moby/sys/signal v0.7.1 // indirect
 	github.com/moby/sys/symlink v0.3.0 // indirect
 	github.com/moby/sys/user v0.4.1 // indirect
-	github.com/pelletier/go-toml/v2 v2.4.3 // indirect
 	github.com/petermattis/goid v0.0.0-20260226131333-17d1149c6ac6 // indirect
 	github.com/sasha-s/go-deadlock v0.3.5 // indirect
 	github.com/smallstep/pkcs7 v0.2.1 // indirect
@@ -91,6 +91,7 @@ require (
 	go.opentelemetry.io/contrib/propagators/envcar v0.71.0 // indirect
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp v1.46.0 // indirect
 	k8s.io/system-validators v1.12.1 // indirect
+	sigs.k8s.io/knftables v0.0.22 // indirect
 	tags.cncf.io/container-device-interface v1.1.1 // indirect
 	tags.cncf.io/container-device-interface/specs-go v1.1.1 // indirect
 )
@@ -192,8 +193,8 @@ require (
 	github.com/mxk/go-flowrate v0.0.0-20140419014527-cca7078d478f // indirect
 	github.com/networkplumbing/go-nft v0.4.0 // indirect
 	github.com/opencontainers/cgroups v0.1.0 // indirect
-	github.com/opencontainers/go-digest v1.0.0 // indirect
-	github.com/opencontainers/image-spec v1.1.1 // indirect
+	github.com/opencontainers/go-digest v1.0.0
+	github.com/opencontainers/image-spec v1.1.1
 	github.com/opencontainers/runtime-spec v1.3.0 // indirect
 	github.com/opencontainers/selinux v1.15.1 // indirect
 	github.com/opentracing/opentracing-go v1.2.0 // indirect

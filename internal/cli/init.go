@@ -31,11 +31,13 @@ type initOptions struct {
 	hardened              bool
 	explain               bool
 	lifecycle             config.Lifecycle
+	registryMirrors       []string
 }
 
 func (o *initOptions) addFlags(fs *pflag.FlagSet) {
 	o.cfg.AddFlags(fs)
 	o.lifecycle.AddFlags(fs)
+	addRegistryMirrorFlag(fs, &o.registryMirrors)
 	fs.BoolVar(&o.dryRun, "dry-run", false, "Don't apply any changes; just output what would be done")
 	fs.StringSliceVar(&o.ignorePreflightErrors, "ignore-preflight-errors", nil, "Pre-flight checks whose errors become warnings, e.g. 'Port-6443,IsPrivilegedUser'; 'all' ignores every check")
 	fs.BoolVar(&o.uploadCerts, "upload-certs", false, "Upload control-plane certificates to the kubeadm-certs Secret")
@@ -141,6 +143,9 @@ func (o *initOptions) build(g *GlobalFlags, s Streams, fs *pflag.FlagSet) (*init
 		if _, err := node.DNSUpstream(d.DNSUpstream, node.HostDNS{}); err != nil {
 			return nil, workflow.Options{}, err
 		}
+	}
+	if d.Mirrors, err = registryMirrors(o.registryMirrors, c.Init.NodeRegistration.CRISocket); err != nil {
+		return nil, workflow.Options{}, err
 	}
 	d.SingleNode = o.singleNode
 	d.Hardened = hardened

@@ -23,11 +23,13 @@ type joinOptions struct {
 	explain               bool
 	ignorePreflightErrors []string
 	lifecycle             config.Lifecycle
+	registryMirrors       []string
 }
 
 func (o *joinOptions) addFlags(fs *pflag.FlagSet) {
 	o.cfg.AddFlags(fs)
 	o.lifecycle.AddFlags(fs)
+	addRegistryMirrorFlag(fs, &o.registryMirrors)
 	fs.BoolVar(&o.dryRun, "dry-run", false, "Don't apply any changes; just output what would be done (discovery still reads from the cluster)")
 	fs.StringSliceVar(&o.ignorePreflightErrors, "ignore-preflight-errors", nil, "Pre-flight checks whose errors become warnings, e.g. 'Port-10250'; 'all' ignores every check")
 	fs.BoolVar(&o.explain, "explain", false, "Under each phase's log line, name every file written, its mode and what it is: a certificate's identity and issuer, a kubeconfig's user and server, a component's ports")
@@ -138,5 +140,8 @@ func (o *joinOptions) build(g *GlobalFlags, s Streams, fs *pflag.FlagSet, args [
 	d.IgnorePreflightErrors = o.ignorePreflightErrors
 	// A control plane's renewal and snapshots (a worker has neither).
 	d.Cfg.Lifecycle = o.lifecycle
+	if d.Mirrors, err = registryMirrors(o.registryMirrors, c.Join.NodeRegistration.CRISocket); err != nil {
+		return nil, workflow.Options{}, err
+	}
 	return d, workflow.Options{DryRun: o.dryRun, Skip: c.Join.SkipPhases, Out: s.Out}, nil
 }

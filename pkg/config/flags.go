@@ -77,8 +77,9 @@ var allowedWithConfig = map[string]bool{
 	"allow-missing-template-keys": true, "output": true, "show-managed-fields": true,
 	"print-join-command": true, "rootfs": true, "v": true, "log-file": true, "yes": true,
 	"root": true, FlagCertificateKey: true, "force": true, "dns-upstream": true, "single-node": true, "hardened": true, "explain": true,
-	// kubeboot's lifecycle flags: no document of kubeadm's carries them.
+	// kubeboot's lifecycle and runtime flags: no document of kubeadm's carries them.
 	"certificate-renew-before": true, "etcd-snapshot-interval": true, "etcd-snapshot-keep": true, "etcd-snapshot-dir": true,
+	"registry-mirror": true,
 }
 
 // CheckMixedFlags refuses configuration flags next to --config, as kubeadm

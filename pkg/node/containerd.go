@@ -50,6 +50,10 @@ disabled_plugins = [
   snapshotter = "overlayfs"
   [plugins."io.containerd.cri.v1.images".pinned_images]
     sandbox = %[6]q
+  # A directory per registry with its hosts.toml (mirrors, CAs): the
+  # node's own, not the host's /etc/containerd/certs.d.
+  [plugins."io.containerd.cri.v1.images".registry]
+    config_path = %[12]q
 
 [plugins."io.containerd.cri.v1.runtime"]
   restrict_oom_score_adj = true
@@ -77,7 +81,7 @@ disabled_plugins = [
   stream_server_port = "0"
 `, fs.Path(ContainerdRoot), fs.Path(ContainerdState), fs.Path(ContainerdSocket), fs.Path(ContainerdSocket)+".ttrpc",
 		fs.Path(ContainerdOpt), images.Pause, fs.Path(CNIBinDir), fs.Path(CNIConfDir), fs.Path(RuncRoot),
-		fs.Path(ShimPath), ShimSocketDir(fs))
+		fs.Path(ShimPath), ShimSocketDir(fs), fs.Path(RegistryHostsDir))
 }
 
 // maxShimSocketDir is containerd's limit on the shims' socket directory

@@ -45,6 +45,9 @@ type Node struct {
 	// control plane's kubelet bootstraps its certificate with its own API
 	// server, which serves once its etcd member has joined.
 	KubeletRequires []string
+	// Mirrors are the registry mirrors containerd pulls through
+	// (--registry-mirror).
+	Mirrors []node.Mirror
 
 	// StartedDaemon is set when this run started the node daemon, so that
 	// an interrupted command stops what it started.
@@ -185,6 +188,12 @@ func (n *Node) PrepareHost(prefix string) error {
 func (n *Node) StartRuntime(ctx context.Context, prefix string) error {
 	r := n.Renderer()
 	if r.ManagedContainerd() {
+		for _, m := range n.Mirrors {
+			n.Logf("[%s] Pulls of %s/... go to the mirrors %s first: writing %q", prefix, m.Registry, strings.Join(m.Endpoints, ", "), n.FS.Path(node.HostsFile(m.Registry)))
+		}
+		if err := node.WriteMirrors(n.FS, n.Mirrors); err != nil {
+			return err
+		}
 		n.Logf("[%s] Writing containerd configuration to file %q", prefix, n.FS.Path(node.ContainerdConfig))
 		if err := n.FS.WriteFile(node.ContainerdConfig, []byte(node.ContainerdConfigTOML(n.FS)), 0o644); err != nil {
 			return err
