@@ -30,13 +30,22 @@ VERSION_LDFLAGS = \
 	-X github.com/kubeboot/kubeboot/pkg/version.Containerd=$(CONTAINERD_VERSION:v%=%) \
 	-X github.com/kubeboot/kubeboot/pkg/version.GitCommit=$(COMMIT)
 
-.PHONY: build helpers test test-short clean
+# The same code reporting the next patch release: the end-to-end test of
+# `kubeboot upgrade` upgrades a cluster to it (one Kubernetes version is
+# pinned, so two builds that report different versions test the mechanism).
+NEXT_VERSION := $(shell echo $(KUBE_VERSION) | awk -F. '{print $$1"."$$2"."$$3+1}')
+
+.PHONY: build build-next helpers test test-short clean
 # Static (CGO_ENABLED=0): the same binary runs on the host and as the only
 # file of the images kubeboot builds, where there is no dynamic loader.
 # First the per-pod helpers (the runc shim, pause, the CNI plugins), small
 # binaries of their own that kubeboot embeds (internal/helpers).
 build: helpers
 	CGO_ENABLED=0 go build -tags kubeboot_helpers -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(OUT)/kubeboot ./cmd/kubeboot
+
+build-next: KUBE_VERSION := $(NEXT_VERSION)
+build-next: helpers
+	CGO_ENABLED=0 go build -tags kubeboot_helpers -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(OUT)/kubeboot-next ./cmd/kubeboot
 
 helpers:
 	go run ./hack/helpers -o internal/helpers/bin
@@ -45,8 +54,8 @@ test-short:
 	go test -short ./...
 
 # The full suite: unit tests, then the end-to-end tests against the binary.
-test: build
-	KUBEBOOT_BINARY=$(CURDIR)/$(OUT)/kubeboot go test -count=1 -timeout 60m ./...
+test: build build-next
+	KUBEBOOT_BINARY=$(CURDIR)/$(OUT)/kubeboot KUBEBOOT_NEXT_BINARY=$(CURDIR)/$(OUT)/kubeboot-next go test -count=1 -timeout 60m ./...
 
 clean:
 	rm -rf $(OUT)

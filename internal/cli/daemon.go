@@ -36,13 +36,7 @@ components to run as spec files in /etc/kubernetes/kubeboot/components.`,
 				if err != nil {
 					return err
 				}
-				return daemon.Run(cmd.Context(), g.FS(false, s.Out), exe, s.Out, map[string]supervisor.InProcessFunc{
-					// The network agent in the daemon's process: one process fewer
-					// on every node, ~30 MiB of PSS.
-					component.NetAgent:        inProcess(newNetAgentCommand),
-					component.CertRenewer:     inProcess(newCertRenewerCommand),
-					component.EtcdSnapshotter: inProcess(newEtcdSnapshotterCommand),
-				})
+				return daemon.Run(cmd.Context(), g.FS(false, s.Out), exe, s.Out, inProcessComponents())
 			},
 		},
 		&cobra.Command{

@@ -68,6 +68,22 @@ func localCluster(ctx context.Context, fs fsys.FS) (*config.Config, error) {
 	return bootstrap.FetchConfig(ctx, c, admin)
 }
 
+// etcdMemberName is this node's etcd member name, from its etcd spec
+// (the host name when it has none).
+func etcdMemberName(fs fsys.FS) string {
+	node, _ := os.Hostname()
+	if specs, err := (component.Store{FS: fs}).Load(); err == nil {
+		for _, sp := range specs {
+			for _, a := range sp.Args {
+				if v, ok := strings.CutPrefix(a, "--name="); ok && sp.Name == component.Etcd {
+					node = v
+				}
+			}
+		}
+	}
+	return node
+}
+
 func newEtcdSaveCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "save FILE",
@@ -90,16 +106,7 @@ keep the CA keys. ` + "`kubeboot etcd snapshot restore FILE`" + ` brings it back
 			if cfg.Cluster.Etcd.External != nil {
 				return fmt.Errorf("the cluster's etcd is external: back it up where it runs")
 			}
-			node, _ := os.Hostname()
-			if spec, err := (component.Store{FS: fs}).Load(); err == nil {
-				for _, sp := range spec {
-					for _, a := range sp.Args {
-						if v, ok := strings.CutPrefix(a, "--name="); ok && sp.Name == component.Etcd {
-							node = v
-						}
-					}
-				}
-			}
+			node := etcdMemberName(fs)
 			start := time.Now()
 			m, err := etcdbackup.Save(ctx, fs, cfg, node, args[0])
 			if err != nil {

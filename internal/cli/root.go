@@ -81,6 +81,7 @@ with every component embedded in this one binary and nothing to download.
 		newKubeconfigCommand(g, s),
 		newTokenCommand(g, s),
 		newResetCommand(g, s),
+		newUpgradeCommand(g, s),
 		newDaemonCommand(g, s),
 		newStatusCommand(g, s),
 		newNetAgentCommand(g, s),

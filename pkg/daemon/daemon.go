@@ -474,3 +474,19 @@ func verifyHelpers(fs fsys.FS, logf func(format string, args ...any)) {
 	}
 	logf("[helpers] %d per-pod helpers in %s verified by sha256 in %s, %d rewritten", res.Verified+len(res.Written), res.Dir, time.Since(start).Round(time.Millisecond), len(res.Written))
 }
+
+// ReplaceSpec hands the daemon a changed spec of a running component
+// and waits until the daemon runs it anew (a process started after the
+// change) and it is ready: the daemon restarts that component only.
+func ReplaceSpec(ctx context.Context, fs fsys.FS, spec component.Spec, timeout time.Duration) error {
+	if Running(fs) == 0 {
+		return fmt.Errorf("the kubeboot daemon is not running for %s", fs.Path("/"))
+	}
+	changed := time.Now()
+	if err := (component.Store{FS: fs}).Write(spec); err != nil {
+		return err
+	}
+	return signalAndWait(ctx, fs, timeout, "run the new "+spec.Name, func(c supervisor.Status) bool {
+		return c.Name == spec.Name && c.Ready && c.Since.After(changed)
+	})
+}
