@@ -29,11 +29,11 @@ import (
 // Then `certs renew all` online, under the same reads.
 func TestCertificateRenewal(t *testing.T) {
 	requireE2E(t)
-	h := newHost(t, "kbcr", "10.217.0.2")
+	h := newHost(t, "kbcert", "10.220.0.2")
 	cfg := filepath.Join(t.TempDir(), "kubeboot.yaml")
 	os.WriteFile(cfg, []byte(`apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
-localAPIEndpoint: {advertiseAddress: 10.217.0.2}
+localAPIEndpoint: {advertiseAddress: 10.220.0.2}
 nodeRegistration: {name: cr}
 ---
 apiVersion: kubeadm.k8s.io/v1beta4
@@ -55,7 +55,7 @@ certificateValidityPeriod: 2m
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: h.DialContext, DisableKeepAlives: true,
 		TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	read := func() (*http.Response, error) {
-		req, _ := http.NewRequest("GET", "https://10.217.0.2:6443/api/v1/namespaces/default/configmaps?limit=1", nil)
+		req, _ := http.NewRequest("GET", "https://10.220.0.2:6443/api/v1/namespaces/default/configmaps?limit=1", nil)
 		req.Header.Set("Authorization", "Bearer "+token)
 		return client.Do(req)
 	}
@@ -171,7 +171,7 @@ certificateValidityPeriod: 2m
 	}
 	// The new certificates are what the API server serves and what
 	// check-expiration shows.
-	served := servedCert(t, h, "10.217.0.2:6443")
+	served := servedCert(t, h, "10.220.0.2:6443")
 	if !served.NotAfter.After(first.NotAfter) {
 		t.Errorf("the API server serves a certificate expiring at %s", served.NotAfter)
 	}
