@@ -151,16 +151,20 @@ func TestSingleNode(t *testing.T) {
 			t.Errorf("init warns on a host whose resolver has upstream servers:\n%s", grepLines(out, "WARNING"))
 		}
 		// Each component runs under its own name, with its own environment.
+		// The network agent, the certificate renewal and the scheduled
+		// snapshots (both on by default) run inside the daemon: no process
+		// of their own.
+		inDaemon := map[string]bool{"netagent": false, "cert-renewer": false, "etcd-snapshotter": false}
 		for _, c := range readStatus(t, h).Components {
 			if c.InProcess {
-				// The network agent runs inside the daemon: one process fewer.
-				if c.Name != "netagent" || c.PID != readStatus(t, h).PID {
+				if _, ok := inDaemon[c.Name]; !ok || c.PID != readStatus(t, h).PID {
 					t.Errorf("%s runs in the daemon's process: %+v", c.Name, c)
 				}
+				inDaemon[c.Name] = true
 				continue
 			}
-			if c.Name == "netagent" {
-				t.Errorf("netagent runs as a process of its own (pid %d), not in the daemon", c.PID)
+			if _, ok := inDaemon[c.Name]; ok {
+				t.Errorf("%s runs as a process of its own (pid %d), not in the daemon", c.Name, c.PID)
 			}
 			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c.PID))
 			if want := c.Name[:min(len(c.Name), 15)]; strings.TrimSpace(string(comm)) != want {
@@ -169,6 +173,11 @@ func TestSingleNode(t *testing.T) {
 			environ, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", c.PID))
 			if strings.Contains(string(environ), "E2E_INIT_SECRET") || !strings.Contains(string(environ), "PATH=") {
 				t.Errorf("%s's environment: %q", c.Name, environ)
+			}
+		}
+		for name, seen := range inDaemon {
+			if !seen {
+				t.Errorf("%s does not run in the daemon's process", name)
 			}
 		}
 		if ps, err := exec.Command("ps", "-C", "kube-apiserver,etcd,kubelet", "-o", "comm=").Output(); err != nil || !strings.Contains(string(ps), "kube-apiserver") || !strings.Contains(string(ps), "etcd") || !strings.Contains(string(ps), "kubelet") {
