@@ -174,7 +174,7 @@ func install(files fs.FS, dir string, logf func(format string, args ...any)) (Re
 	}
 	for _, e := range m.Helpers {
 		p := filepath.Join(res.Dir, e.Name)
-		got, err := fileSHA256(p)
+		got, err := fsys.FileSHA256(p)
 		switch {
 		case err == nil && got == e.SHA256:
 			res.Verified++
@@ -248,19 +248,6 @@ func Extract(name, dir string) (string, error) {
 	}
 	p := filepath.Join(dir, name)
 	return p, write(embedded, e, p)
-}
-
-func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Compress zstd-compresses a helper for embedding.

@@ -180,3 +180,17 @@ func Tag(rootPrefix string) string {
 	sum := sha256.Sum256([]byte(rootPrefix))
 	return "kubeboot-" + hex.EncodeToString(sum[:4])
 }
+
+// FileSHA256 is the hex sha256 of a file's content, read as a stream.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

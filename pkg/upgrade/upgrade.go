@@ -12,8 +12,6 @@ package upgrade
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,25 +77,22 @@ func BinaryVersion(ctx context.Context, bin string) (*version.Version, error) {
 // (mode 0755, through a temporary file) and returns its host path; an
 // identical copy already there is kept.
 func Install(fs fsys.FS, bin string, v *version.Version) (string, error) {
-	f, err := os.Open(bin)
+	sum, err := fsys.FileSHA256(bin)
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	dst := fs.Path(path.Join(BinDir, fmt.Sprintf("kubeboot-v%s-%s", v, hex.EncodeToString(h.Sum(nil))[:12])))
+	dst := fs.Path(path.Join(BinDir, fmt.Sprintf("kubeboot-v%s-%s", v, sum[:12])))
 	if _, err := os.Stat(dst); err == nil {
 		return dst, nil
 	}
 	if err := os.MkdirAll(path.Dir(dst), 0o755); err != nil {
 		return "", err
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	f, err := os.Open(bin)
+	if err != nil {
 		return "", err
 	}
+	defer f.Close()
 	tmp, err := os.CreateTemp(path.Dir(dst), ".kubeboot-*")
 	if err != nil {
 		return "", err
@@ -157,12 +152,14 @@ func ReadState(fs fsys.FS) (*State, error) {
 	return &st, nil
 }
 
-func writeState(fs fsys.FS, st *State) error {
+func writeState(fs fsys.FS, st *State) error { return writeStateTo(fs, StateFile, st) }
+
+func writeStateTo(fs fsys.FS, file string, st *State) error {
 	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
-	return fs.WriteFile(StateFile, append(b, '\n'), 0o600)
+	return fs.WriteFile(file, append(b, '\n'), 0o600)
 }
 
 // Replace runs each component from binary, one at a time, each until it
@@ -222,13 +219,9 @@ func Rollback(ctx context.Context, fs fsys.FS, timeout time.Duration, logf func(
 		}
 		logf("[upgrade] %s runs from %s again, ready in %s", r.Name, from, time.Since(start).Round(time.Millisecond))
 	}
-	if err := fs.WriteFile(StateFile+".rolled-back", mustJSON(st), 0o600); err != nil {
+	// Kept for the record; a second rollback finds nothing to do.
+	if err := writeStateTo(fs, StateFile+".rolled-back", st); err != nil {
 		return nil, err
 	}
 	return st, os.Remove(fs.Path(StateFile))
-}
-
-func mustJSON(v any) []byte {
-	b, _ := json.MarshalIndent(v, "", "  ")
-	return append(b, '\n')
 }
