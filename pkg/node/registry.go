@@ -62,6 +62,9 @@ func validRegistry(reg string) error {
 	if reg == "_default" {
 		return nil
 	}
+	if strings.Contains(reg, "/") {
+		return fmt.Errorf("%q is not a registry name: a host with an optional port, as in registry.k8s.io or 10.0.0.5:5000, without a scheme or path", reg)
+	}
 	host := reg
 	if h, port, err := net.SplitHostPort(reg); err == nil {
 		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
