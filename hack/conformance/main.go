@@ -16,6 +16,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,7 +41,8 @@ func main() {
 		*focus = fastSubset
 	}
 	if *serial {
-		*focus, *parallel = `\[Serial\].*\[Conformance\]`, 1
+		// Upstream names put the tags in either order ("[Conformance] [Serial]").
+		*focus, *parallel = `\[Conformance\].*\[Serial\]|\[Serial\].*\[Conformance\]`, 1
 		if *skip == "" {
 			*skip = "Disruptive|Flaky"
 		}
@@ -61,6 +63,19 @@ const fastSubset = `should have at least two untainted nodes|DNS should provide 
 	`intra-pod communication: http \[|should be able to create a functioning NodePort service|should serve a basic endpoint from pods|` +
 	`remote command execution over websockets|retrieving logs from the container over websockets|should be able to retrieve and filter logs|` +
 	`should execute poststart exec hook properly|Pods should be submitted and removed`
+
+// lastLines keeps the last 4 KiB written to it.
+type lastLines struct{ b []byte }
+
+func (l *lastLines) Write(p []byte) (int, error) {
+	l.b = append(l.b, p...)
+	if len(l.b) > 4096 {
+		l.b = l.b[len(l.b)-4096:]
+	}
+	return len(p), nil
+}
+
+func (l *lastLines) String() string { return string(l.b) }
 
 var joinFlags = regexp.MustCompile(`--token (\S+) \\\s+--discovery-token-ca-cert-hash (\S+)`)
 
@@ -148,7 +163,15 @@ func run(n int, focus, skip string, parallel int, harness string, keep bool) err
 	}
 	cmd := exec.Command(runSh, filepath.Join(cp.Root, "etc/kubernetes/admin.conf"), importer, focus, skip)
 	cmd.Env = append(os.Environ(), "E2E_PREFIX=nsenter -t "+strconv.Itoa(cp.HolderPID())+" -m -n --", "PARALLEL="+strconv.Itoa(parallel))
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	var tail lastLines
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stdout, &tail), os.Stderr
 	fmt.Printf("[conformance] %d node(s); focus %q, skip %q, %d in parallel\n", n, focus, skip, parallel)
-	return cmd.Run()
+	if err := cmd.Run(); err != nil {
+		return err
+	}
+	// A focus that matches nothing must not pass for a green run.
+	if strings.Contains(tail.String(), "conformance: 0 passed, 0 failed") {
+		return fmt.Errorf("no spec ran: the focus %q matches none that the skip %q leaves", focus, skip)
+	}
+	return nil
 }
