@@ -17,6 +17,16 @@ import (
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 
+// oneFileLayer is an uncompressed layer whose only file is an executable.
+func oneFileLayer(name string, prog []byte) *bytes.Buffer {
+	var layer bytes.Buffer
+	lw := tar.NewWriter(&layer)
+	lw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(prog)), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)})
+	lw.Write(prog)
+	lw.Close()
+	return &layer
+}
+
 // writeDockerSave writes, as `docker save` does, an archive of one image
 // named ref whose only file is the program at bin, run as /app.
 func writeDockerSave(t *testing.T, file, ref, bin string) {
@@ -25,11 +35,7 @@ func writeDockerSave(t *testing.T, file, ref, bin string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var layer bytes.Buffer
-	lw := tar.NewWriter(&layer)
-	lw.WriteHeader(&tar.Header{Name: "app", Mode: 0o755, Size: int64(len(prog)), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)})
-	lw.Write(prog)
-	lw.Close()
+	layer := oneFileLayer("app", prog)
 	sum := sha256.Sum256(layer.Bytes())
 	diffID := "sha256:" + hex.EncodeToString(sum[:])
 	cfg, _ := json.Marshal(map[string]any{

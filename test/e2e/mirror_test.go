@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"archive/tar"
 	"bytes"
 	"fmt"
 	"io"
@@ -61,11 +60,7 @@ func TestRegistryMirror(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var layer bytes.Buffer
-	tw := tar.NewWriter(&layer)
-	tw.WriteHeader(&tar.Header{Name: "pause", Mode: 0o755, Size: int64(len(prog)), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)})
-	tw.Write(prog)
-	tw.Close()
+	layer := oneFileLayer("pause", prog)
 	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layer.Bytes())), nil })
 	if err != nil {
 		t.Fatal(err)
