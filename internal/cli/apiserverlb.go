@@ -30,7 +30,7 @@ func newAPIServerLBCommand(g *GlobalFlags, s Streams) *cobra.Command {
 			logf := func(format string, args ...any) {
 				fmt.Fprintf(s.Out, "%s %s\n", time.Now().Format(time.RFC3339Nano), fmt.Sprintf(format, args...))
 			}
-			b, err := apilb.New(apilb.Options{Listen: listen, Seed: seed, CAData: ca, FS: g.FS(false, s.Out), Logf: logf})
+			b, err := apilb.New(apilb.Options{Listen: listen, Seed: seed, CAData: ca, CAFile: caFile, FS: g.FS(false, s.Out), Logf: logf})
 			if err != nil {
 				return err
 			}
@@ -50,15 +50,32 @@ func newAPIServerLBCommand(g *GlobalFlags, s Streams) *cobra.Command {
 }
 
 // follow waits for the kubeconfig (the node's, made by the kubelet's TLS
-// bootstrap) and then keeps the balancer's server list current.
+// bootstrap) and then keeps the balancer's server list current, with a
+// new client each time the kubeconfig changes (a rotation of the cluster
+// CA rewrites its CA).
 func follow(ctx context.Context, b *apilb.Balancer, kubeconfig string, logf func(string, ...any)) {
 	for ctx.Err() == nil {
-		if _, err := os.Stat(kubeconfig); err == nil {
+		if st, err := os.Stat(kubeconfig); err == nil {
 			c, _, err := apiclient.FromKubeconfig(kubeconfig, "")
 			if err == nil {
 				logf("following the API servers of the kubernetes EndpointSlice")
-				b.Follow(ctx, c)
-				return
+				fctx, cancel := context.WithCancel(ctx)
+				go func() {
+					defer cancel()
+					for fctx.Err() == nil {
+						select {
+						case <-fctx.Done():
+						case <-time.After(2 * time.Second):
+						}
+						if now, err := os.Stat(kubeconfig); err == nil && (!now.ModTime().Equal(st.ModTime()) || now.Size() != st.Size()) {
+							logf("%s changed: following with its new credentials", kubeconfig)
+							return
+						}
+					}
+				}()
+				b.Follow(fctx, c)
+				cancel()
+				continue
 			}
 			logf("loading %s: %v", kubeconfig, err)
 		}

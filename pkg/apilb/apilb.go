@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -56,6 +57,9 @@ type Options struct {
 	Seed string
 	// CAData verifies the servers' certificates in health checks.
 	CAData []byte
+	// CAFile, when set, is where CAData was read from: it is read again
+	// when it changes (a rotation of the cluster CA).
+	CAFile string
 	// FS holds the state file; nil keeps no state.
 	FS fsys.FS
 	// Interval between health checks (default 1 s).
@@ -65,10 +69,13 @@ type Options struct {
 
 // Balancer is a running balancer.
 type Balancer struct {
-	o      Options
-	proxy  *tcpproxy.Proxy
-	ln     net.Listener
+	o     Options
+	proxy *tcpproxy.Proxy
+	ln    net.Listener
+
+	caMu   sync.Mutex
 	health *http.Client
+	caSeen fileVersion // of CAFile, when health was made
 
 	mu      sync.Mutex
 	servers map[string]*server // host:port -> server
@@ -124,11 +131,10 @@ func New(o Options) (*Balancer, error) {
 	if !pool.AppendCertsFromPEM(o.CAData) {
 		return nil, errors.New("no CA certificate to verify the API servers with")
 	}
-	b := &Balancer{o: o, servers: map[string]*server{}}
-	b.health = &http.Client{Timeout: 800 * time.Millisecond, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true,
-		DialContext: (&net.Dialer{Timeout: 500 * time.Millisecond}).DialContext,
-	}}
+	b := &Balancer{o: o, servers: map[string]*server{}, health: healthClient(pool)}
+	if o.CAFile != "" {
+		b.caSeen, _ = versionOf(o.CAFile)
+	}
 	b.set([]string{o.Seed}, nil)
 	if known := b.readState(); len(known) > 0 {
 		b.set(nil, known)
@@ -320,12 +326,56 @@ func (b *Balancer) check(ctx context.Context, addr string) bool {
 	if err != nil {
 		return false
 	}
-	resp, err := b.health.Do(req)
+	resp, err := b.healthClient().Do(req)
 	if err != nil {
 		return false
 	}
 	resp.Body.Close()
 	return resp.StatusCode == http.StatusOK
+}
+
+func healthClient(pool *x509.CertPool) *http.Client {
+	return &http.Client{Timeout: 800 * time.Millisecond, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool}, DisableKeepAlives: true,
+		DialContext: (&net.Dialer{Timeout: 500 * time.Millisecond}).DialContext,
+	}}
+}
+
+// fileVersion tells one content of a file from the next (writes go
+// through a rename).
+type fileVersion struct {
+	mod  time.Time
+	size int64
+}
+
+func versionOf(file string) (fileVersion, error) {
+	st, err := os.Stat(file)
+	if err != nil {
+		return fileVersion{}, err
+	}
+	return fileVersion{st.ModTime(), st.Size()}, nil
+}
+
+// healthClient is the health checks' client, made again with the CAs of
+// CAFile when it changed; an unreadable file keeps the CAs in use.
+func (b *Balancer) healthClient() *http.Client {
+	b.caMu.Lock()
+	defer b.caMu.Unlock()
+	if b.o.CAFile == "" {
+		return b.health
+	}
+	v, err := versionOf(b.o.CAFile)
+	if err != nil || v == b.caSeen {
+		return b.health
+	}
+	data, err := os.ReadFile(b.o.CAFile)
+	pool := x509.NewCertPool()
+	if err != nil || !pool.AppendCertsFromPEM(data) {
+		return b.health
+	}
+	b.caSeen, b.health = v, healthClient(pool)
+	b.o.Logf("verifying the API servers with the CAs of %s, which changed", b.o.CAFile)
+	return b.health
 }
 
 // Follow keeps the server list current from the default/kubernetes

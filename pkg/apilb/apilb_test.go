@@ -11,6 +11,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -168,5 +170,29 @@ func TestSliceAddresses(t *testing.T) {
 	got := strings.Join(sliceAddresses(es), " ")
 	if got != "10.0.0.1:6443 10.0.0.2:6443 [fd00::1]:6443" {
 		t.Errorf("addresses %q", got)
+	}
+}
+
+// The health checks verify the servers with the CAs of CAFile as it is
+// now: a server whose certificate a new CA signed is healthy once the file
+// trusts that CA (a rotation of the cluster CA), not before.
+func TestBalancerReloadsItsCAFile(t *testing.T) {
+	old, next := newCA(t), newCA(t)
+	srv := startBackend(t, next, "a")
+	file := filepath.Join(t.TempDir(), "ca.crt")
+	os.WriteFile(file, pki.EncodeCertPEM(old.Cert), 0o644)
+	lb, err := New(Options{Listen: "127.0.0.1:0", Seed: srv.addr, CAData: pki.EncodeCertPEM(old.Cert), CAFile: file, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lb.Close()
+	ctx := context.Background()
+	if lb.check(ctx, srv.addr) {
+		t.Fatal("a server of another CA passed the health check")
+	}
+	os.WriteFile(file+".tmp", append(pki.EncodeCertPEM(old.Cert), pki.EncodeCertPEM(next.Cert)...), 0o644)
+	os.Rename(file+".tmp", file)
+	if !lb.check(ctx, srv.addr) {
+		t.Error("the server of the CA added to the file failed the health check")
 	}
 }

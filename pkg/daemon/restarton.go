@@ -58,8 +58,9 @@ func newRestarter(logf func(string, ...any), restart func(context.Context, strin
 }
 
 // check compares every RestartOn file of specs with the version last seen
-// and queues a restart of each component one of whose files changed. A
-// file seen for the first time is what the component starts with.
+// and queues a restart of each component one of whose files changed or
+// appeared. A file seen for the first time is what the component starts
+// with; one removed restarts nothing.
 func (r *restarter) check(specs []component.Spec) {
 	changed := map[string]bool{}
 	for _, s := range specs {
@@ -67,13 +68,12 @@ func (r *restarter) check(specs []component.Spec) {
 			if _, done := changed[f]; done {
 				continue
 			}
+			// An absent file is remembered as the zero stamp: one that
+			// appears later (the CA agent's first record) is a change.
 			now, ok := stampOf(f)
-			if !ok {
-				continue
-			}
 			before, known := r.seen[f]
 			r.seen[f] = now
-			changed[f] = known && now != before
+			changed[f] = ok && known && now != before
 		}
 	}
 	for _, s := range specs {

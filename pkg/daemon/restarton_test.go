@@ -79,3 +79,28 @@ func TestRestarterRestartsWhatReadsAChangedFile(t *testing.T) {
 		t.Error("two restarts ran at once")
 	}
 }
+
+// A file absent when first looked at and written later (the CA agent's
+// first record of a rotation step) restarts its component; a file that
+// goes away restarts nothing.
+func TestRestarterRestartsOnAFileThatAppears(t *testing.T) {
+	dir := t.TempDir()
+	applied := filepath.Join(dir, "applied")
+	specs := []component.Spec{{Name: "kubelet", RestartOn: []string{applied}}}
+	var mu sync.Mutex
+	var restarted []string
+	r := newRestarter(func(string, ...any) {}, func(_ context.Context, name, _ string, _ time.Duration) error {
+		mu.Lock()
+		defer mu.Unlock()
+		restarted = append(restarted, name)
+		return nil
+	})
+	r.check(specs) // absent
+	os.WriteFile(applied, []byte("trust-1"), 0o600)
+	r.check(specs)
+	os.Remove(applied)
+	r.check(specs)
+	if len(r.pending) != 1 || r.pending[0].name != "kubelet" {
+		t.Fatalf("queued %v, want one restart of the kubelet", r.pending)
+	}
+}

@@ -136,6 +136,30 @@ func (g *Generator) CA(name string) (*KeyPair, error) {
 	return kp, nil
 }
 
+// Forget drops the CAs loaded so far: the next use reads them from disk
+// again (a CA rotation changes them under a long-running renewer).
+func (g *Generator) Forget() { g.cas = nil }
+
+// NextCA makes the CA that replaces the named one in a rotation: the same
+// subject, a new key of the cluster's type, the CA validity from now. It
+// is written nowhere.
+func (g *Generator) NextCA(name string) (*KeyPair, error) {
+	s, ok := List(g.Cfg).Get(name)
+	if !ok || !s.IsCA() {
+		return nil, fmt.Errorf("unknown certificate authority %q", name)
+	}
+	key, err := g.newKey()
+	if err != nil {
+		return nil, err
+	}
+	now := g.now()
+	cert, err := NewSelfSignedCA(s.CommonName, key, now.Add(-Backdate), now.Add(g.caValidity()))
+	if err != nil {
+		return nil, fmt.Errorf("creating the new %s certificate: %w", name, err)
+	}
+	return &KeyPair{Cert: cert, Key: key}, nil
+}
+
 func (g *Generator) remember(name string, kp *KeyPair) {
 	if g.cas == nil {
 		g.cas = map[string]*KeyPair{}

@@ -139,6 +139,8 @@ func (r *Renewer) items() []item {
 func (r *Renewer) Once() time.Duration {
 	window := Window(r.RenewBefore, r.Validity)
 	next := maxCheck
+	// The CA is read anew at each pass: a rotation replaces it.
+	r.Gen.Forget()
 	for _, it := range r.items() {
 		due := it.cert.NotAfter.Add(-window)
 		now := r.now()
