@@ -114,7 +114,7 @@ func newCertsCommand(g *GlobalFlags, s Streams) *cobra.Command {
 		Short: "Commands related to handling Kubernetes certificates",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newCheckExpirationCommand(g, s), newRenewCommand(g, s), &cobra.Command{
+	cmd.AddCommand(newCheckExpirationCommand(g, s), newRenewCommand(g, s), newRotateCACommand(g, s), &cobra.Command{
 		Use:   "certificate-key",
 		Short: "Generate certificate keys",
 		Long: `This command will print out a secure randomly-generated certificate key that can be used with

@@ -86,6 +86,7 @@ with every component embedded in this one binary and nothing to download.
 		newStatusCommand(g, s),
 		newNetAgentCommand(g, s),
 		newCertRenewerCommand(g, s),
+		newCAAgentCommand(g, s),
 		newEtcdSnapshotterCommand(g, s),
 		newAPIServerLBCommand(g, s),
 		newCSRApproverCommand(s),

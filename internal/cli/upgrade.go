@@ -35,6 +35,7 @@ func inProcessComponents() map[string]supervisor.InProcessFunc {
 		component.NetAgent:        inProcess(newNetAgentCommand),
 		component.CertRenewer:     inProcess(newCertRenewerCommand),
 		component.EtcdSnapshotter: inProcess(newEtcdSnapshotterCommand),
+		component.CAAgent:         inProcess(newCAAgentCommand),
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"path"
 
 	"github.com/kubeboot/kubeboot/pkg/apilb"
+	"github.com/kubeboot/kubeboot/pkg/carotation"
 	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/node"
 )
@@ -17,6 +18,9 @@ const (
 	NetAgent   = "netagent"
 	// APIServerLB is the node-local API server load balancer of a worker.
 	APIServerLB = "apiserver-lb"
+	// CAAgent follows a rotation of the cluster CA on the node (package
+	// carotation); it runs in the daemon's process.
+	CAAgent = "ca-agent"
 )
 
 // KubeletPort and friends are the node components' ports.
@@ -86,6 +90,21 @@ func (r Renderer) KubeletSpec() Spec {
 		After: after,
 		Probe: Probe{URL: fmt.Sprintf("http://127.0.0.1:%d/healthz", KubeletHealthzPort)},
 		Dirs:  dirs,
+		// The kubelet reads its kubeconfig's CA and holds its client
+		// certificate from its start: the CA agent records each rotation
+		// step it applies there.
+		RestartOn: []string{r.FS.Path(carotation.AppliedFile)},
+	}
+}
+
+// CAAgentSpec renders the node's follower of CA rotations: it reads the
+// published step with the kubelet's identity, so it works once the
+// kubelet has its certificate.
+func (r Renderer) CAAgentSpec() Spec {
+	return Spec{
+		Name: CAAgent,
+		Args: []string{"--root", r.root(), "ca-agent", "--node-name", r.Cfg.Init.NodeRegistration.Name,
+			"--cert-dir", r.Cfg.Cluster.CertificatesDir},
 	}
 }
 

@@ -42,6 +42,7 @@ var Table = []Declared{
 	{Name: Kubelet, Role: RoleNode, Render: Renderer.KubeletSpec},
 	{Name: KubeProxy, Role: RoleNode, Render: Renderer.KubeProxySpec},
 	{Name: NetAgent, Role: RoleNode, Render: Renderer.NetAgentSpec},
+	{Name: CAAgent, Role: RoleNode, Render: Renderer.CAAgentSpec},
 	{Name: APIServerLB, Role: RoleNode},
 }
 

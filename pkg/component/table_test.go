@@ -48,7 +48,7 @@ func TestTable(t *testing.T) {
 	if got, want := names(r.Specs(RoleControlPlane)), []string{APIServer, ControllerManager, Scheduler, CSRApprover, CertRenewer}; !slices.Equal(got, want) {
 		t.Errorf("with external etcd and serverTLSBootstrap: %v, want %v", got, want)
 	}
-	if got, want := names(r.Specs(RoleNode)), []string{Kubelet, KubeProxy, NetAgent}; !slices.Equal(got, want) {
+	if got, want := names(r.Specs(RoleNode)), []string{Kubelet, KubeProxy, NetAgent, CAAgent}; !slices.Equal(got, want) {
 		t.Errorf("node side %v, want %v", got, want)
 	}
 

@@ -300,7 +300,12 @@ func (n *Node) StartKubelet(prefix string) error {
 	} else {
 		n.Logf("[%s] Starting the kubelet", prefix)
 	}
-	return n.WriteSpec(spec, prefix)
+	if err := n.WriteSpec(spec, prefix); err != nil {
+		return err
+	}
+	// The node follows CA rotations from the time its kubelet can read
+	// them (kubeboot certs rotate-ca).
+	return n.WriteSpec(r.CAAgentSpec(), prefix)
 }
 
 // HostDNS is the node's resolver decision (see node.DetectHostDNS), made

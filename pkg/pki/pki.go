@@ -148,6 +148,11 @@ func (g *Generator) NextCA(name string) (*KeyPair, error) {
 	if !ok || !s.IsCA() {
 		return nil, fmt.Errorf("unknown certificate authority %q", name)
 	}
+	return g.newCA(s)
+}
+
+// newCA makes a self-signed CA of the list with a new key.
+func (g *Generator) newCA(s Spec) (*KeyPair, error) {
 	key, err := g.newKey()
 	if err != nil {
 		return nil, err
@@ -155,7 +160,7 @@ func (g *Generator) NextCA(name string) (*KeyPair, error) {
 	now := g.now()
 	cert, err := NewSelfSignedCA(s.CommonName, key, now.Add(-Backdate), now.Add(g.caValidity()))
 	if err != nil {
-		return nil, fmt.Errorf("creating the new %s certificate: %w", name, err)
+		return nil, fmt.Errorf("creating the %s certificate: %w", s.Name, err)
 	}
 	return &KeyPair{Cert: cert, Key: key}, nil
 }
@@ -186,16 +191,10 @@ func (g *Generator) ensureCA(s Spec) (*KeyPair, error) {
 		return nil, fmt.Errorf("found the key %s but not its certificate %s: restore the certificate or remove the key", g.FS.Path(keyFile), g.FS.Path(certFile))
 	}
 	g.logf("[certs] Generating %q certificate and key", s.BaseName)
-	key, err := g.newKey()
+	kp, err := g.newCA(s)
 	if err != nil {
 		return nil, err
 	}
-	now := g.now()
-	cert, err := NewSelfSignedCA(s.CommonName, key, now.Add(-Backdate), now.Add(g.caValidity()))
-	if err != nil {
-		return nil, fmt.Errorf("creating the %s certificate: %w", s.Name, err)
-	}
-	kp := &KeyPair{Cert: cert, Key: key}
 	if err := WriteKeyPair(g.FS, g.Dir(), s.BaseName, kp); err != nil {
 		return nil, err
 	}

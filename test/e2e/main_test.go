@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -172,4 +173,61 @@ func machineState() map[string]bool {
 		})
 	}
 	return state
+}
+
+// apiReader calls read every 100 ms in the background and counts the
+// reads and the failures, with their times.
+type apiReader struct {
+	mu       sync.Mutex
+	reads    int
+	failures []string
+	stop     chan struct{}
+	done     chan struct{}
+	once     sync.Once
+}
+
+func startReader(t *testing.T, read func() error) *apiReader {
+	r := &apiReader{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for {
+			select {
+			case <-r.stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			err := read()
+			r.mu.Lock()
+			r.reads++
+			if err != nil {
+				r.failures = append(r.failures, fmt.Sprintf("%s: %v", time.Now().Format("15:04:05.000"), err))
+			}
+			r.mu.Unlock()
+		}
+	}()
+	t.Cleanup(r.Stop)
+	return r
+}
+
+// Stop ends the reads and waits for the last one.
+func (r *apiReader) Stop() {
+	r.once.Do(func() { close(r.stop) })
+	<-r.done
+}
+
+// Report logs the reads so far and fails the test for each failed one
+// (the first ten), then forgets the failures.
+func (r *apiReader) Report(t *testing.T, what string) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t.Logf("%s: %d reads, %d failed", what, r.reads, len(r.failures))
+	for i, f := range r.failures {
+		if i == 10 {
+			t.Errorf("... %d more", len(r.failures)-10)
+			break
+		}
+		t.Errorf("a failed read: %s", f)
+	}
+	r.failures = nil
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -59,8 +58,7 @@ certificateValidityPeriod: 2m
 		req.Header.Set("Authorization", "Bearer "+token)
 		return client.Do(req)
 	}
-	// The authorizer sees the new binding a moment after it is made.
-	eventually(t, 15*time.Second, 100*time.Millisecond, "a first read with the reader's token", func() error {
+	readOK := func() error {
 		resp, err := read()
 		if err != nil {
 			return err
@@ -70,55 +68,10 @@ certificateValidityPeriod: 2m
 			return fmt.Errorf("%s", resp.Status)
 		}
 		return nil
-	})
-	var mu sync.Mutex
-	var reads int
-	var failures []string
-	stop, reader := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(reader)
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			resp, err := read()
-			mu.Lock()
-			reads++
-			switch {
-			case err != nil:
-				failures = append(failures, fmt.Sprintf("%s: %v", time.Now().Format("15:04:05.000"), err))
-			case resp.StatusCode != 200:
-				failures = append(failures, fmt.Sprintf("%s: %s", time.Now().Format("15:04:05.000"), resp.Status))
-			}
-			mu.Unlock()
-			if err == nil {
-				resp.Body.Close()
-			}
-		}
-	}()
-	defer func() {
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-		<-reader
-	}()
-	readsSoFar := func(what string) {
-		mu.Lock()
-		defer mu.Unlock()
-		t.Logf("%s: %d reads, %d failed", what, reads, len(failures))
-		for i, f := range failures {
-			if i == 10 {
-				t.Errorf("... %d more", len(failures)-10)
-				break
-			}
-			t.Errorf("a failed read: %s", f)
-		}
-		failures = nil
 	}
+	// The authorizer sees the new binding a moment after it is made.
+	eventually(t, 15*time.Second, 100*time.Millisecond, "a first read with the reader's token", readOK)
+	r := startReader(t, readOK)
 
 	// Every leaf and kubeconfig renewed by the daemon, past the first
 	// certificates' expiry.
@@ -140,7 +93,7 @@ certificateValidityPeriod: 2m
 	t.Logf("every certificate renewed %s after the test looked", renewedAt.Round(time.Second))
 	// The restarts follow the renewal; the reads go on past the expiry.
 	time.Sleep(time.Until(first.NotAfter.Add(15 * time.Second)))
-	readsSoFar("reads until 15 s past the first certificates' expiry")
+	r.Report(t, "reads until 15 s past the first certificates' expiry")
 
 	log, _ := os.ReadFile(filepath.Join(h.Root, "var/log/kubeboot/daemon.log"))
 	for _, want := range []string{"restarting kube-controller-manager: " + filepath.Join(h.Root, "etc/kubernetes/controller-manager.conf") + " changed",
@@ -198,9 +151,8 @@ certificateValidityPeriod: 2m
 		return nil
 	})
 	time.Sleep(2 * time.Second)
-	close(stop)
-	<-reader
-	readsSoFar("reads in all")
+	r.Stop()
+	r.Report(t, "reads in all")
 }
 
 func readCertFile(t *testing.T, file string) *x509.Certificate {

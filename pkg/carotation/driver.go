@@ -1,0 +1,580 @@
+package carotation
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	certutil "k8s.io/client-go/util/cert"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+
+	"github.com/kubeboot/kubeboot/pkg/apiclient"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+	"github.com/kubeboot/kubeboot/pkg/pki"
+)
+
+// DefaultTrustPeriod is how long every node trusts both CAs before the new
+// one signs: client-go reloads a CA file every 5 minutes (the
+// ClientsAllowCARotation feature, on by default since v1.36), and the
+// kubelet refreshes the pods' kube-root-ca.crt within a minute.
+const DefaultTrustPeriod = 6 * time.Minute
+
+// nextBase is the new CA, staged in the certificates dir between the
+// trust and switch steps.
+const nextBase = "ca-next"
+
+// SignerFile is the signing CA alone, which kube-controller-manager signs
+// with while ca.crt holds two CAs: its signers require exactly one
+// certificate in --cluster-signing-cert-file (kubeadm's ca.crt otherwise).
+const SignerFile = "ca-signer.crt"
+
+// Driver rotates the cluster CA from the control plane.
+type Driver struct {
+	Gen *pki.Generator
+	KW  *kubeconfig.Writer
+	// Kubeconfig is the admin kubeconfig (a host path), read anew for
+	// each call: the rotation changes the CA it trusts.
+	Kubeconfig string
+	// TrustPeriod is how long both CAs are trusted before the switch.
+	TrustPeriod time.Duration
+	// NodeTimeout bounds the wait for every node to reach a step.
+	NodeTimeout time.Duration
+	Logf        func(format string, args ...any)
+	// Poll is the interval of the waits (default 2 s).
+	Poll time.Duration
+	// SigningCert points kube-controller-manager's
+	// --cluster-signing-cert-file at a file (node path) and waits until it
+	// runs with it again.
+	SigningCert func(ctx context.Context, certFile string) error
+}
+
+func (d *Driver) fs() fsys.FS { return d.Gen.FS }
+
+func (d *Driver) file(base string) string { return path.Join(d.Gen.Dir(), base) }
+
+func (d *Driver) client() (kubernetes.Interface, error) {
+	c, _, err := apiclient.FromKubeconfig(d.Kubeconfig, "")
+	return c, err
+}
+
+// Run rotates the CA, or continues a rotation that stopped half-way.
+func (d *Driver) Run(ctx context.Context) error {
+	if d.Poll == 0 {
+		d.Poll = 2 * time.Second
+	}
+	cur, err := d.Gen.CA("ca")
+	if err != nil {
+		return err
+	}
+	if cur.Key == nil {
+		return fmt.Errorf("the cluster CA is external (%s is absent): rotate it with the tool that holds its key", d.fs().Path(d.file("ca.key")))
+	}
+	c, err := d.client()
+	if err != nil {
+		return err
+	}
+	cps, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "node-role.kubernetes.io/control-plane"})
+	if err != nil {
+		return fmt.Errorf("listing the control planes: %w", err)
+	}
+	if n := len(cps.Items); n > 1 {
+		return fmt.Errorf("the cluster has %d control planes: rotate-ca rotates the CA of a cluster with one control plane (and any number of workers); handing the new CA key to the other control planes is not built yet. Nothing was changed", n)
+	}
+	cas, err := d.trusted()
+	if err != nil {
+		return err
+	}
+	published, err := d.published(ctx, c)
+	if err != nil {
+		return err
+	}
+	switch {
+	case fsys.Exists(d.fs(), d.file(nextBase+".key")):
+		d.Logf("[certs/rotate-ca] Continuing the rotation: a new CA is staged in %s", d.fs().Path(d.file(nextBase+".crt")))
+		if err := d.trust(ctx, cur); err != nil {
+			return err
+		}
+		fallthrough
+	case len(cas) > 1:
+		if err := d.switchCA(ctx); err != nil {
+			return err
+		}
+		fallthrough
+	case published != nil && published.Phase == PhaseDrop:
+		if err := d.drop(ctx); err != nil {
+			return err
+		}
+	default:
+		if published != nil {
+			return fmt.Errorf("%s/%s says a rotation is at its %s step, but %s holds one CA: remove the ConfigMap if no rotation runs", Namespace, ConfigMapName, published.Phase, d.fs().Path(d.file("ca.crt")))
+		}
+		if err := d.trust(ctx, cur); err != nil {
+			return err
+		}
+		if err := d.switchCA(ctx); err != nil {
+			return err
+		}
+		if err := d.drop(ctx); err != nil {
+			return err
+		}
+	}
+	return d.finish(ctx)
+}
+
+// trusted reads the CAs of ca.crt.
+func (d *Driver) trusted() ([]*x509.Certificate, error) {
+	b, err := d.fs().ReadFile(d.file("ca.crt"))
+	if err != nil {
+		return nil, err
+	}
+	return certutil.ParseCertsPEM(b)
+}
+
+func (d *Driver) published(ctx context.Context, c kubernetes.Interface) (*Step, error) {
+	cm, err := c.CoreV1().ConfigMaps(Namespace).Get(ctx, ConfigMapName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s, err := stepOf(cm)
+	return &s, err
+}
+
+// trust stages a new CA (or the one staged before) and makes every node
+// trust it beside the current one.
+func (d *Driver) trust(ctx context.Context, cur *pki.KeyPair) error {
+	next, err := d.staged()
+	if err != nil {
+		return err
+	}
+	if next == nil {
+		if next, err = d.Gen.NextCA("ca"); err != nil {
+			return err
+		}
+		if err := pki.WriteKeyPair(d.fs(), d.Gen.Dir(), nextBase, next); err != nil {
+			return err
+		}
+		d.Logf("[certs/rotate-ca] Generated the new CA %q (serial %s, valid until %s), staged in %s", next.Cert.Subject.CommonName, next.Cert.SerialNumber.Text(16), next.Cert.NotAfter.UTC().Format(time.RFC3339), d.fs().Path(d.file(nextBase+".crt")))
+	}
+	step := Step{Phase: PhaseTrust, Trust: Bundle(cur.Cert, next.Cert), Signer: pki.EncodeCertPEM(cur.Cert)}
+	// The controller-manager signs from the signing CA alone before
+	// ca.crt holds two.
+	if err := d.fs().WriteFile(d.file(SignerFile), step.Signer, 0o644); err != nil {
+		return err
+	}
+	if err := d.SigningCert(ctx, d.file(SignerFile)); err != nil {
+		return fmt.Errorf("pointing kube-controller-manager at %s: %w", d.fs().Path(d.file(SignerFile)), err)
+	}
+	d.Logf("[certs/rotate-ca] kube-controller-manager signs with %s while ca.crt holds two CAs", d.fs().Path(d.file(SignerFile)))
+	// ca.crt's first certificate stays the one ca.key belongs to.
+	if err := d.fs().WriteFile(d.file("ca.crt"), step.Trust, 0o644); err != nil {
+		return err
+	}
+	d.Logf("[certs/rotate-ca] %s trusts the current and the new CA", d.fs().Path(d.file("ca.crt")))
+	if err := d.publish(ctx, step); err != nil {
+		return err
+	}
+	if err := d.waitNodes(ctx, step); err != nil {
+		return err
+	}
+	if err := d.waitRootCA(ctx, step.Trust); err != nil {
+		return err
+	}
+	d.Logf("[certs/rotate-ca] Trusting both CAs for %s before the new one signs: clients that reload their CA file (client-go does every 5 minutes) and pods' kube-root-ca.crt catch up", d.TrustPeriod)
+	end := time.Now().Add(d.TrustPeriod)
+	for left := time.Until(end); left > 0; left = time.Until(end) {
+		wait := min(left, 30*time.Second)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		if left > wait {
+			d.Logf("[certs/rotate-ca] %s left before the switch", (left - wait).Round(time.Second))
+		}
+	}
+	// The API server's kubelet client (--kubelet-certificate-authority)
+	// checks its CA file only when it sends a request; exec and
+	// port-forward take its TLS settings without one. A request to each
+	// kubelet now, at least 5 minutes after ca.crt changed, makes it load
+	// both CAs before the kubelets' serving certificates change.
+	return d.reachKubelets(ctx, false)
+}
+
+// reachKubelets sends a request to each kubelet through the API server
+// (GET /api/v1/nodes/NAME/proxy/healthz). With require, it waits until
+// every kubelet answers: the API server verifies their new serving
+// certificates.
+func (d *Driver) reachKubelets(ctx context.Context, require bool) error {
+	start, last := time.Now(), time.Now()
+	for {
+		c, err := d.client()
+		if err != nil {
+			return err
+		}
+		nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		var failed []string
+		for _, n := range nodes.Items {
+			err := c.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.Name, "proxy", "healthz").Do(ctx).Error()
+			if err != nil {
+				failed = append(failed, fmt.Sprintf("%s: %v", n.Name, err))
+			}
+		}
+		if !require || len(failed) == 0 {
+			if require {
+				d.Logf("[certs/rotate-ca] The API server reaches every kubelet (%d) with the new certificates", len(nodes.Items))
+			}
+			return nil
+		}
+		if time.Since(start) > d.NodeTimeout {
+			return fmt.Errorf("the API server does not reach every kubelet after %s: %s; run `kubeboot certs rotate-ca` again to continue", d.NodeTimeout, strings.Join(failed, "; "))
+		}
+		if time.Since(last) >= 15*time.Second {
+			last = time.Now()
+			d.Logf("[certs/rotate-ca] Waiting for the API server to reach every kubelet (%s so far): %s", time.Since(start).Round(time.Second), strings.Join(failed, "; "))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d.Poll):
+		}
+	}
+}
+
+// staged reads the new CA staged by the trust step, nil when none is.
+func (d *Driver) staged() (*pki.KeyPair, error) {
+	if !fsys.Exists(d.fs(), d.file(nextBase+".key")) {
+		return nil, nil
+	}
+	certPEM, err := d.fs().ReadFile(d.file(nextBase + ".crt"))
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := d.fs().ReadFile(d.file(nextBase + ".key"))
+	if err != nil {
+		return nil, err
+	}
+	certs, err := certutil.ParseCertsPEM(certPEM)
+	if err != nil {
+		return nil, err
+	}
+	key, err := pki.ParseKey(keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	return &pki.KeyPair{Cert: certs[0], Key: key}, nil
+}
+
+// switchCA makes the new CA the signer, re-issues everything the CA signs
+// on this control plane, and has every node's kubelet re-issued.
+func (d *Driver) switchCA(ctx context.Context) error {
+	next, err := d.staged()
+	if err != nil {
+		return err
+	}
+	cas, err := d.trusted()
+	if err != nil {
+		return err
+	}
+	if next != nil {
+		keyPEM, _ := d.fs().ReadFile(d.file(nextBase + ".key"))
+		// The key first, then the certificates with the new CA first: a
+		// reader in between sees a mismatched pair and retries (the
+		// controller-manager reloads the pair when a file changes).
+		if err := d.fs().WriteFile(d.file("ca.key"), keyPEM, 0o600); err != nil {
+			return err
+		}
+		if err := d.fs().WriteFile(d.file(SignerFile), pki.EncodeCertPEM(next.Cert), 0o644); err != nil {
+			return err
+		}
+		if err := d.fs().WriteFile(d.file("ca.crt"), Bundle(next.Cert, cas...), 0o644); err != nil {
+			return err
+		}
+		for _, ext := range []string{".crt", ".key"} {
+			if err := os.Remove(d.fs().Path(d.file(nextBase + ext))); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+		}
+		d.Logf("[certs/rotate-ca] The new CA signs from now on: %s and %s", d.fs().Path(d.file("ca.crt")), d.fs().Path(d.file("ca.key")))
+	}
+	d.Gen.Forget()
+	ca, err := d.Gen.CA("ca")
+	if err != nil {
+		return err
+	}
+	for _, s := range pki.List(d.Gen.Cfg) {
+		if s.CAName != "ca" || !fsys.Exists(d.fs(), d.file(s.BaseName+".crt")) {
+			continue
+		}
+		b, err := d.fs().ReadFile(d.file(s.BaseName + ".crt"))
+		if err != nil {
+			return err
+		}
+		cert, err := certutil.ParseCertsPEM(b)
+		if err != nil {
+			return err
+		}
+		if signedBy(cert[0], ca.Cert) {
+			continue
+		}
+		if err := d.Gen.Renew(s.Name); err != nil {
+			return err
+		}
+		d.Logf("[certs/rotate-ca] Re-issued %s with the new CA", d.fs().Path(d.file(s.BaseName+".crt")))
+	}
+	for _, k := range kubeconfig.Renewable(d.Gen.Cfg) {
+		file := path.Join(kubeconfig.Dir, k.FileName)
+		if !fsys.Exists(d.fs(), file) {
+			continue
+		}
+		cert, err := d.KW.ClientCert(file)
+		if err != nil {
+			continue // not one with an embedded certificate
+		}
+		if signedBy(cert, ca.Cert) {
+			continue
+		}
+		if err := d.KW.Renew(k); err != nil {
+			return err
+		}
+		d.Logf("[certs/rotate-ca] Re-issued the client certificate of %s with the new CA", d.fs().Path(file))
+	}
+	bundle, err := d.fs().ReadFile(d.file("ca.crt"))
+	if err != nil {
+		return err
+	}
+	step := Step{Phase: PhaseSwitch, Trust: bundle, Signer: pki.EncodeCertPEM(ca.Cert)}
+	if err := d.publish(ctx, step); err != nil {
+		return err
+	}
+	if err := d.waitNodes(ctx, step); err != nil {
+		return err
+	}
+	return d.reachKubelets(ctx, true)
+}
+
+// drop stops trusting the old CA everywhere.
+func (d *Driver) drop(ctx context.Context) error {
+	d.Gen.Forget()
+	ca, err := d.Gen.CA("ca")
+	if err != nil {
+		return err
+	}
+	step := Step{Phase: PhaseDrop, Trust: Bundle(ca.Cert), Signer: pki.EncodeCertPEM(ca.Cert)}
+	if err := d.fs().WriteFile(d.file("ca.crt"), step.Trust, 0o644); err != nil {
+		return err
+	}
+	d.Logf("[certs/rotate-ca] %s trusts the new CA only", d.fs().Path(d.file("ca.crt")))
+	if err := d.publish(ctx, step); err != nil {
+		return err
+	}
+	if err := d.SigningCert(ctx, d.file("ca.crt")); err != nil {
+		return fmt.Errorf("pointing kube-controller-manager back at ca.crt: %w", err)
+	}
+	if err := os.Remove(d.fs().Path(d.file(SignerFile))); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	d.Logf("[certs/rotate-ca] kube-controller-manager signs with %s again", d.fs().Path(d.file("ca.crt")))
+	if err := d.waitNodes(ctx, step); err != nil {
+		return err
+	}
+	return d.waitRootCA(ctx, step.Trust)
+}
+
+// finish removes the rotation's objects: the ConfigMap, its RBAC and the
+// nodes' annotations.
+func (d *Driver) finish(ctx context.Context) error {
+	c, err := d.client()
+	if err != nil {
+		return err
+	}
+	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{Annotation: nil}}})
+	for _, n := range nodes.Items {
+		if _, ok := n.Annotations[Annotation]; ok {
+			if _, err := c.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				return err
+			}
+		}
+	}
+	for _, del := range []func() error{
+		func() error {
+			return c.CoreV1().ConfigMaps(Namespace).Delete(ctx, ConfigMapName, metav1.DeleteOptions{})
+		},
+		func() error { return c.RbacV1().RoleBindings(Namespace).Delete(ctx, rbacName, metav1.DeleteOptions{}) },
+		func() error { return c.RbacV1().Roles(Namespace).Delete(ctx, rbacName, metav1.DeleteOptions{}) },
+	} {
+		if err := del(); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	ca, err := d.Gen.CA("ca")
+	if err != nil {
+		return err
+	}
+	d.Logf("[certs/rotate-ca] The cluster CA is rotated: every node trusts only %q (serial %s, valid until %s)", ca.Cert.Subject.CommonName, ca.Cert.SerialNumber.Text(16), ca.Cert.NotAfter.UTC().Format(time.RFC3339))
+	return nil
+}
+
+// publish writes the step for the nodes, and cluster-info's CA for the
+// nodes that join.
+func (d *Driver) publish(ctx context.Context, step Step) error {
+	c, err := d.client()
+	if err != nil {
+		return err
+	}
+	role, binding := nodeReader()
+	roles, bindings, cms := c.RbacV1().Roles(Namespace), c.RbacV1().RoleBindings(Namespace), c.CoreV1().ConfigMaps(Namespace)
+	if err := apiclient.CreateOrUpdate(ctx, roles.Create, roles.Update, role); err != nil {
+		return err
+	}
+	if err := apiclient.CreateOrUpdate(ctx, bindings.Create, bindings.Update, binding); err != nil {
+		return err
+	}
+	if err := apiclient.CreateOrUpdate(ctx, cms.Create, cms.Update, step.configMap()); err != nil {
+		return err
+	}
+	if err := d.updateClusterInfo(ctx, c, step.Trust); err != nil {
+		return err
+	}
+	d.Logf("[certs/rotate-ca] Published the %s step (%s) in %s/%s", step.Phase, step.ID(), Namespace, ConfigMapName)
+	return nil
+}
+
+// updateClusterInfo sets the CA of cluster-info's kubeconfig; the
+// controller-manager's bootstrap signer signs it again.
+func (d *Driver) updateClusterInfo(ctx context.Context, c kubernetes.Interface, trust []byte) error {
+	cm, err := c.CoreV1().ConfigMaps(metav1.NamespacePublic).Get(ctx, bootstrapapi.ConfigMapClusterInfo, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	kc, err := clientcmd.Load([]byte(cm.Data[bootstrapapi.KubeConfigKey]))
+	if err != nil {
+		return fmt.Errorf("cluster-info's kubeconfig: %w", err)
+	}
+	changed := false
+	for _, cl := range kc.Clusters {
+		if !sameSet(cl.CertificateAuthorityData, trust) {
+			cl.CertificateAuthorityData, changed = trust, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	b, err := clientcmd.Write(*kc)
+	if err != nil {
+		return err
+	}
+	cm.Data[bootstrapapi.KubeConfigKey] = string(b)
+	_, err = c.CoreV1().ConfigMaps(metav1.NamespacePublic).Update(ctx, cm, metav1.UpdateOptions{})
+	return err
+}
+
+// waitNodes waits until every node reports the step.
+func (d *Driver) waitNodes(ctx context.Context, step Step) error {
+	id := step.ID()
+	start, last := time.Now(), time.Now()
+	for {
+		pending, err := d.pendingNodes(ctx, id)
+		if err == nil && len(pending) == 0 {
+			d.Logf("[certs/rotate-ca] Every node reached the %s step after %s", step.Phase, time.Since(start).Round(time.Second))
+			return nil
+		}
+		if time.Since(start) > d.NodeTimeout {
+			if err != nil {
+				return fmt.Errorf("the nodes did not reach the %s step within %s: %w; run `kubeboot certs rotate-ca` again to continue", step.Phase, d.NodeTimeout, err)
+			}
+			return fmt.Errorf("the nodes %s did not reach the %s step within %s (their kubeboot daemon logs say why: ca-agent); run `kubeboot certs rotate-ca` again to continue", strings.Join(pending, ", "), step.Phase, d.NodeTimeout)
+		}
+		if time.Since(last) >= 15*time.Second {
+			last = time.Now()
+			if err != nil {
+				d.Logf("[certs/rotate-ca] Waiting for the nodes to reach the %s step (%s so far): %v", step.Phase, time.Since(start).Round(time.Second), err)
+			} else {
+				d.Logf("[certs/rotate-ca] Waiting for %s to reach the %s step (%s so far)", strings.Join(pending, ", "), step.Phase, time.Since(start).Round(time.Second))
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d.Poll):
+		}
+	}
+}
+
+func (d *Driver) pendingNodes(ctx context.Context, id string) ([]string, error) {
+	c, err := d.client()
+	if err != nil {
+		return nil, err
+	}
+	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var pending []string
+	for _, n := range nodes.Items {
+		if n.Annotations[Annotation] != id {
+			pending = append(pending, n.Name)
+		}
+	}
+	slices.Sort(pending)
+	return pending, nil
+}
+
+// waitRootCA waits until the controller-manager publishes trust as the
+// pods' kube-root-ca.crt (it reads its --root-ca-file at start, and the
+// daemon restarts it when its kubeconfig's CA changes).
+func (d *Driver) waitRootCA(ctx context.Context, trust []byte) error {
+	start, last := time.Now(), time.Now()
+	for {
+		var got []byte
+		c, err := d.client()
+		if err == nil {
+			var cm *corev1.ConfigMap
+			if cm, err = c.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err == nil {
+				got = []byte(cm.Data["ca.crt"])
+			}
+		}
+		if err == nil && sameSet(got, trust) {
+			d.Logf("[certs/rotate-ca] The pods' kube-root-ca.crt holds the same CAs after %s", time.Since(start).Round(time.Second))
+			return nil
+		}
+		if time.Since(start) > d.NodeTimeout {
+			return fmt.Errorf("kube-system/kube-root-ca.crt does not hold the CAs of %s after %s (is kube-controller-manager running?); run `kubeboot certs rotate-ca` again to continue", d.fs().Path(d.file("ca.crt")), d.NodeTimeout)
+		}
+		if time.Since(last) >= 15*time.Second {
+			last = time.Now()
+			d.Logf("[certs/rotate-ca] Waiting for kube-controller-manager to publish the CAs as kube-root-ca.crt (%s so far)", time.Since(start).Round(time.Second))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d.Poll):
+		}
+	}
+}
