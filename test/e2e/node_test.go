@@ -151,10 +151,10 @@ func TestSingleNode(t *testing.T) {
 			t.Errorf("init warns on a host whose resolver has upstream servers:\n%s", grepLines(out, "WARNING"))
 		}
 		// Each component runs under its own name, with its own environment.
-		// The network agent, the certificate renewal and the scheduled
-		// snapshots (both on by default) run inside the daemon: no process
-		// of their own.
-		inDaemon := map[string]bool{"netagent": false, "cert-renewer": false, "etcd-snapshotter": false}
+		// The network agent, the certificate renewal, the scheduled
+		// snapshots (both on by default) and the CA rotation's agent run
+		// inside the daemon: no process of their own.
+		inDaemon := map[string]bool{"netagent": false, "cert-renewer": false, "etcd-snapshotter": false, "ca-agent": false}
 		for _, c := range readStatus(t, h).Components {
 			if c.InProcess {
 				if _, ok := inDaemon[c.Name]; !ok || c.PID != readStatus(t, h).PID {
