@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -222,16 +221,13 @@ func (d *Driver) trust(ctx context.Context, cur *pki.KeyPair) error {
 // every kubelet answers: the API server verifies their new serving
 // certificates.
 func (d *Driver) reachKubelets(ctx context.Context, require bool) error {
-	start, last := time.Now(), time.Now()
-	for {
-		c, err := d.client()
-		if err != nil {
-			return err
-		}
+	var n int
+	err := d.wait(ctx, "the API server to reach every kubelet", func(c kubernetes.Interface) (string, error) {
 		nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return err
+			return "", err
 		}
+		n = len(nodes.Items)
 		var failed []string
 		for _, n := range nodes.Items {
 			err := c.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.Name, "proxy", "healthz").Do(ctx).Error()
@@ -239,25 +235,15 @@ func (d *Driver) reachKubelets(ctx context.Context, require bool) error {
 				failed = append(failed, fmt.Sprintf("%s: %v", n.Name, err))
 			}
 		}
-		if !require || len(failed) == 0 {
-			if require {
-				d.Logf("[certs/rotate-ca] The API server reaches every kubelet (%d) with the new certificates", len(nodes.Items))
-			}
-			return nil
+		if !require {
+			return "", nil
 		}
-		if time.Since(start) > d.NodeTimeout {
-			return fmt.Errorf("the API server does not reach every kubelet after %s: %s; run `kubeboot certs rotate-ca` again to continue", d.NodeTimeout, strings.Join(failed, "; "))
-		}
-		if time.Since(last) >= 15*time.Second {
-			last = time.Now()
-			d.Logf("[certs/rotate-ca] Waiting for the API server to reach every kubelet (%s so far): %s", time.Since(start).Round(time.Second), strings.Join(failed, "; "))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(d.Poll):
-		}
+		return strings.Join(failed, "; "), nil
+	})
+	if err == nil && require {
+		d.Logf("[certs/rotate-ca] The API server reaches every kubelet (%d) with the new certificates", n)
 	}
+	return err
 }
 
 // staged reads the new CA staged by the trust step, nil when none is.
@@ -497,79 +483,74 @@ func (d *Driver) updateClusterInfo(ctx context.Context, c kubernetes.Interface, 
 
 // waitNodes waits until every node reports the step.
 func (d *Driver) waitNodes(ctx context.Context, step Step) error {
-	id := step.ID()
-	start, last := time.Now(), time.Now()
-	for {
-		pending, err := d.pendingNodes(ctx, id)
-		if err == nil && len(pending) == 0 {
-			d.Logf("[certs/rotate-ca] Every node reached the %s step after %s", step.Phase, time.Since(start).Round(time.Second))
-			return nil
+	id, start := step.ID(), time.Now()
+	err := d.wait(ctx, fmt.Sprintf("every node to reach the %s step", step.Phase), func(c kubernetes.Interface) (string, error) {
+		nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return "", err
 		}
-		if time.Since(start) > d.NodeTimeout {
-			if err != nil {
-				return fmt.Errorf("the nodes did not reach the %s step within %s: %w; run `kubeboot certs rotate-ca` again to continue", step.Phase, d.NodeTimeout, err)
-			}
-			return fmt.Errorf("the nodes %s did not reach the %s step within %s (their kubeboot daemon logs say why: ca-agent); run `kubeboot certs rotate-ca` again to continue", strings.Join(pending, ", "), step.Phase, d.NodeTimeout)
-		}
-		if time.Since(last) >= 15*time.Second {
-			last = time.Now()
-			if err != nil {
-				d.Logf("[certs/rotate-ca] Waiting for the nodes to reach the %s step (%s so far): %v", step.Phase, time.Since(start).Round(time.Second), err)
-			} else {
-				d.Logf("[certs/rotate-ca] Waiting for %s to reach the %s step (%s so far)", strings.Join(pending, ", "), step.Phase, time.Since(start).Round(time.Second))
+		var pending []string
+		for _, n := range nodes.Items {
+			if n.Annotations[Annotation] != id {
+				pending = append(pending, n.Name)
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(d.Poll):
+		slices.Sort(pending)
+		if len(pending) > 0 {
+			return "not yet " + strings.Join(pending, ", ") + " (their kubeboot daemon logs say why: ca-agent)", nil
 		}
+		return "", nil
+	})
+	if err == nil {
+		d.Logf("[certs/rotate-ca] Every node reached the %s step after %s", step.Phase, time.Since(start).Round(time.Second))
 	}
-}
-
-func (d *Driver) pendingNodes(ctx context.Context, id string) ([]string, error) {
-	c, err := d.client()
-	if err != nil {
-		return nil, err
-	}
-	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	var pending []string
-	for _, n := range nodes.Items {
-		if n.Annotations[Annotation] != id {
-			pending = append(pending, n.Name)
-		}
-	}
-	slices.Sort(pending)
-	return pending, nil
+	return err
 }
 
 // waitRootCA waits until the controller-manager publishes trust as the
 // pods' kube-root-ca.crt (it reads its --root-ca-file at start, and the
 // daemon restarts it when its kubeconfig's CA changes).
 func (d *Driver) waitRootCA(ctx context.Context, trust []byte) error {
+	start := time.Now()
+	err := d.wait(ctx, "kube-controller-manager to publish the CAs of ca.crt as kube-system/kube-root-ca.crt", func(c kubernetes.Interface) (string, error) {
+		cm, err := c.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		if !sameSet([]byte(cm.Data["ca.crt"]), trust) {
+			return "it holds other CAs (is kube-controller-manager running?)", nil
+		}
+		return "", nil
+	})
+	if err == nil {
+		d.Logf("[certs/rotate-ca] The pods' kube-root-ca.crt holds the same CAs after %s", time.Since(start).Round(time.Second))
+	}
+	return err
+}
+
+// wait polls check, with a new client each time (the rotation changes
+// the CA the admin kubeconfig trusts), until it reports nothing pending,
+// for at most NodeTimeout, saying every 15 s what it waits for.
+func (d *Driver) wait(ctx context.Context, what string, check func(kubernetes.Interface) (pending string, err error)) error {
 	start, last := time.Now(), time.Now()
 	for {
-		var got []byte
 		c, err := d.client()
+		pending := ""
 		if err == nil {
-			var cm *corev1.ConfigMap
-			if cm, err = c.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, "kube-root-ca.crt", metav1.GetOptions{}); err == nil {
-				got = []byte(cm.Data["ca.crt"])
-			}
+			pending, err = check(c)
 		}
-		if err == nil && sameSet(got, trust) {
-			d.Logf("[certs/rotate-ca] The pods' kube-root-ca.crt holds the same CAs after %s", time.Since(start).Round(time.Second))
+		if err == nil && pending == "" {
 			return nil
 		}
+		if err != nil {
+			pending = err.Error()
+		}
 		if time.Since(start) > d.NodeTimeout {
-			return fmt.Errorf("kube-system/kube-root-ca.crt does not hold the CAs of %s after %s (is kube-controller-manager running?); run `kubeboot certs rotate-ca` again to continue", d.fs().Path(d.file("ca.crt")), d.NodeTimeout)
+			return fmt.Errorf("waited %s for %s: %s; run `kubeboot certs rotate-ca` again to continue", d.NodeTimeout, what, pending)
 		}
 		if time.Since(last) >= 15*time.Second {
 			last = time.Now()
-			d.Logf("[certs/rotate-ca] Waiting for kube-controller-manager to publish the CAs as kube-root-ca.crt (%s so far)", time.Since(start).Round(time.Second))
+			d.Logf("[certs/rotate-ca] Waiting for %s (%s so far): %s", what, time.Since(start).Round(time.Second), pending)
 		}
 		select {
 		case <-ctx.Done():
