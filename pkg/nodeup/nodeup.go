@@ -117,6 +117,11 @@ func (n *Node) Checks() []preflight.Check {
 	for _, name := range []string{component.Kubelet, component.Containerd, component.KubeProxy, component.NetAgent} {
 		checks = append(checks, preflight.FileAvailable(n.FS, component.SpecPath(name)))
 	}
+	sockets := []string{path.Join(node.KubeletDir, "pod-resources/kubelet.sock"), path.Join(node.KubeletDir, "device-plugins/kubelet.sock")}
+	if r.ManagedContainerd() {
+		sockets = append(sockets, node.ContainerdSocket+".ttrpc")
+	}
+	checks = append(checks, preflight.SocketPaths(n.FS, sockets...))
 	if r.ManagedContainerd() {
 		checks = append(checks,
 			// kubeboot carries containerd 2 and its shim; runc is the one

@@ -129,3 +129,22 @@ func InPath(name, fix string) Check {
 		return nil, nil
 	}}
 }
+
+// MaxSocketPath is the longest unix socket path containerd's ttrpc
+// listener accepts (sockaddr_un on BSD; Linux allows 107 bytes).
+const MaxSocketPath = 104
+
+// SocketPaths requires the unix sockets a node listens on under its root
+// to fit in MaxSocketPath: with a long --root a component exits at once
+// ("unix socket path too long") and the node waits for it in vain.
+func SocketPaths(fs fsys.FS, nodePaths ...string) Check {
+	return Check{Name: "SocketPathLength", Run: func() ([]string, error) {
+		for _, p := range nodePaths {
+			if full := fs.Path(p); len(full) > MaxSocketPath {
+				return nil, fmt.Errorf("the root %s is too long for the unix sockets under it: %s is %d bytes, over the %d a socket path may have; use a root path of at most %d bytes",
+					fs.Path("/"), full, len(full), MaxSocketPath, len(strings.TrimSuffix(fs.Path("/"), "/"))-(len(full)-MaxSocketPath))
+			}
+		}
+		return nil, nil
+	}}
+}
