@@ -100,7 +100,6 @@ func run(runs, pods int, idle time.Duration) error {
 	return nil
 }
 
-
 // client watches with super-admin.conf (group system:masters): admin.conf
 // has no rights until init binds its group, late in wait-control-plane,
 // and watching with it would measure that binding rather than the node.

@@ -333,7 +333,7 @@ func PrintCPUBreakdown(before, after map[int]ProcCPU, busy time.Duration, per in
 		if g.self+g.children < 10*time.Millisecond {
 			continue
 		}
-		fmt.Printf("  %-28s x%-3d own %6s  children %6s  per pod %5s\n", n, g.n, g.self.Round(10*time.Millisecond), g.children.Round(10*time.Millisecond), ((g.self+g.children)/time.Duration(per)).Round(time.Millisecond))
+		fmt.Printf("  %-28s x%-3d own %6s  children %6s  per pod %5s\n", n, g.n, g.self.Round(10*time.Millisecond), g.children.Round(10*time.Millisecond), ((g.self + g.children) / time.Duration(per)).Round(time.Millisecond))
 	}
 	fmt.Printf("  %-28s      %s of the machine's %s busy (per pod %s); the rest is outside the node's processes\n", "accounted", total.Round(10*time.Millisecond), busy.Round(10*time.Millisecond), (total / time.Duration(per)).Round(time.Millisecond))
 }
