@@ -17,6 +17,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+	"github.com/kubeboot/kubeboot/pkg/renewal"
 )
 
 func newRotateCACommand(g *GlobalFlags, s Streams) *cobra.Command {
@@ -38,6 +39,11 @@ them, and the command waits for all):
   switch  the new CA signs: every certificate and kubeconfig of the control plane is
           re-issued, each kubelet gets new client and serving certificates.
   drop    the old CA is trusted no more, anywhere.
+
+With several control planes, run it on any one: it seals the new CA key for the
+others (kube-system/kubeboot-ca-rotation, encrypted under a key derived from the
+current CA key, readable by the control-plane nodes only while the rotation runs),
+and each one's daemon switches its own CA files and re-issues its own certificates.
 
 Service-account tokens stay valid (sa.key signs them, and is kept). The etcd and
 front-proxy CAs are not rotated. Kubeconfig files copied off the cluster before the
@@ -99,6 +105,8 @@ func signingCert(ctx context.Context, fs fsys.FS, certFile string) error {
 
 func newCAAgentCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	a := &carotation.Agent{}
+	var alg string
+	var validity time.Duration
 	cmd := &cobra.Command{
 		Use:    "ca-agent",
 		Short:  "Follow rotations of the cluster CA on this node (the node daemon runs it)",
@@ -108,12 +116,22 @@ func newCAAgentCommand(g *GlobalFlags, s Streams) *cobra.Command {
 			if a.Node == "" {
 				return fmt.Errorf("--node-name is required")
 			}
+			if validity <= 0 {
+				return fmt.Errorf("--validity must be positive")
+			}
 			a.FS = g.FS(false, s.Out)
 			a.Logf = timestamped(s.Out)
+			// On a control plane: its CA files and the certificates the CA
+			// signs, re-issued as the cert-renewer does.
+			gen, kw := renewal.Writers(a.FS, a.CertDir, alg, validity)
+			a.CP = &carotation.ControlPlane{Gen: gen, KW: kw, Logf: a.Logf,
+				SigningCert: func(ctx context.Context, certFile string) error { return signingCert(ctx, a.FS, certFile) }}
 			return a.Run(cmd.Context())
 		},
 	}
 	cmd.Flags().StringVar(&a.Node, config.FlagNodeName, "", "This node's name")
 	cmd.Flags().StringVar(&a.CertDir, config.FlagCertDir, "/etc/kubernetes/pki", "Where certificates are stored (a node path)")
+	cmd.Flags().StringVar(&alg, "encryption-algorithm", "RSA-2048", "The key type of re-issued certificates on a control plane (the cluster's encryptionAlgorithm)")
+	cmd.Flags().DurationVar(&validity, "validity", 365*24*time.Hour, "The validity of re-issued certificates on a control plane (the cluster's certificateValidityPeriod)")
 	return cmd
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/node"
+	"github.com/kubeboot/kubeboot/pkg/pki"
 )
 
 // DefaultInterval is how often a node's agent looks for a rotation step:
@@ -49,6 +50,9 @@ type Agent struct {
 	Logf     func(format string, args ...any)
 	// Client, when set, replaces the client made from kubelet.conf (tests).
 	Client kubernetes.Interface
+	// CP applies the steps to the node's CA files and certificates when
+	// the node is a control plane (it holds ca.key).
+	CP *ControlPlane
 
 	cached     kubernetes.Interface
 	cachedFrom os.FileInfo // kubelet.conf when cached was made
@@ -143,10 +147,20 @@ func (a *Agent) apply(ctx context.Context, c kubernetes.Interface, step Step) er
 		return err
 	}
 	var did []string
-	// A control plane's ca.crt goes with ca.key, which the driver writes:
-	// the two change together or the pair does not load.
+	// A control plane's ca.crt goes with ca.key: the two change together
+	// or the pair does not load.
 	caCrt := path.Join(a.CertDir, "ca.crt")
-	if !fsys.Exists(a.FS, path.Join(a.CertDir, "ca.key")) {
+	if fsys.Exists(a.FS, path.Join(a.CertDir, "ca.key")) {
+		if a.CP != nil {
+			n, err := a.controlPlane(ctx, c, step, signer)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				did = append(did, fmt.Sprintf("%d of this control plane's CA and certificate files", n))
+			}
+		}
+	} else {
 		cur, _ := a.FS.ReadFile(caCrt)
 		if !sameSet(cur, step.Trust) {
 			if err := a.FS.WriteFile(caCrt, step.Trust, 0o644); err != nil {
@@ -188,6 +202,46 @@ func (a *Agent) apply(ctx context.Context, c kubernetes.Interface, step Step) er
 	}
 	a.Logf("[ca-rotation] Applied the %s step (%s): %s; the kubelet restarts to load them", step.Phase, step.ID(), strings.Join(did, ", "))
 	return nil
+}
+
+// controlPlane applies the step to this control plane's CA files and the
+// certificates its CA signs, as the driver does on its own, with the new
+// CA key from the rotation's Secret.
+func (a *Agent) controlPlane(ctx context.Context, c kubernetes.Interface, step Step, signer *x509.Certificate) (int, error) {
+	before := a.CP.Changed()
+	var err error
+	switch step.Phase {
+	case PhaseTrust:
+		err = a.CP.Trust(ctx, step)
+	case PhaseSwitch:
+		err = a.CP.Switch(ctx, step, func() ([]byte, error) { return a.newKey(ctx, c, signer) })
+	default:
+		err = a.CP.Drop(ctx, step)
+	}
+	return a.CP.Changed() - before, err
+}
+
+// newKey reads the new CA key the driver sealed, and opens it with this
+// control plane's current CA key.
+func (a *Agent) newKey(ctx context.Context, c kubernetes.Interface, signer *x509.Certificate) ([]byte, error) {
+	s, err := c.CoreV1().Secrets(metav1.NamespaceSystem).Get(ctx, KeySecret, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading %s/%s: %w", metav1.NamespaceSystem, KeySecret, err)
+	}
+	keyPEM, err := a.FS.ReadFile(path.Join(a.CertDir, "ca.key"))
+	if err != nil {
+		return nil, err
+	}
+	cur, err := pki.ParseKey(keyPEM)
+	if err != nil {
+		return nil, err
+	}
+	b, err := OpenKey(cur, signer, s.Data[keySecretField])
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s: %w", metav1.NamespaceSystem, KeySecret, err)
+	}
+	a.Logf("[ca-rotation] Read the new CA key from %s/%s", metav1.NamespaceSystem, KeySecret)
+	return b, nil
 }
 
 // kubeconfigs lists the node's kubeconfig files (node paths).
@@ -252,7 +306,7 @@ func (a *Agent) reissue(ctx context.Context, c kubernetes.Interface, kind string
 	if signedBy(pair, signer) {
 		return "", nil
 	}
-	certPEM, keyPEM, err := a.request(ctx, c, kind, pair)
+	certPEM, keyPEM, err := a.request(ctx, c, kind, pair, signer)
 	if err != nil {
 		return "", err
 	}
@@ -292,7 +346,7 @@ func (a *Agent) reissueEmbedded(ctx context.Context, c kubernetes.Interface, sig
 	if signedBy(certs[0], signer) {
 		return "", nil
 	}
-	certPEM, keyPEM, err := a.request(ctx, c, "kubelet-client", certs[0])
+	certPEM, keyPEM, err := a.request(ctx, c, "kubelet-client", certs[0], signer)
 	if err != nil {
 		return "", err
 	}
@@ -318,7 +372,11 @@ func (a *Agent) reissueEmbedded(ctx context.Context, c kubernetes.Interface, sig
 // with a new key, and waits for the certificate: the kubelet's signers,
 // approved as the kubelet's own requests are (the controller-manager's
 // self-node-client approval, kubeboot's csr-approver for serving).
-func (a *Agent) request(ctx context.Context, c kubernetes.Interface, kind string, old *x509.Certificate) (certPEM, keyPEM []byte, err error) {
+//
+// A certificate signed by another CA than signer is refused: with several
+// control planes, the controller-manager leading may run on one that has
+// not switched yet; the agent asks again at its next pass.
+func (a *Agent) request(ctx context.Context, c kubernetes.Interface, kind string, old, signer *x509.Certificate) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -345,6 +403,13 @@ func (a *Agent) request(ctx context.Context, c kubernetes.Interface, kind string
 	certPEM, err = waitSigned(wait, c, name, uid)
 	if err != nil {
 		return nil, nil, fmt.Errorf("the %s certificate request %s: %w", kind, name, err)
+	}
+	issued, err := certutil.ParseCertsPEM(certPEM)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the %s certificate request %s: %w", kind, name, err)
+	}
+	if !signedBy(issued[0], signer) {
+		return nil, nil, fmt.Errorf("the %s certificate of request %s is signed by %q, not by the new CA (serial %s): the controller-manager that signed it has not switched yet", kind, name, issued[0].Issuer.CommonName, signer.SerialNumber.Text(16))
 	}
 	keyPEM, err = keyutil.MarshalPrivateKeyToPEM(key)
 	return certPEM, keyPEM, err

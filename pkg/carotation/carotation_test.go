@@ -31,6 +31,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/pki"
+	"github.com/kubeboot/kubeboot/pkg/renewal"
 )
 
 func newCA(t *testing.T, cn string) *pki.KeyPair {
@@ -227,4 +228,122 @@ func csrs(t *testing.T, c kubernetes.Interface) []string {
 		out = append(out, r.Name)
 	}
 	return out
+}
+
+// A second control plane follows the steps with its own CA files: it
+// trusts both CAs while the controller-manager signs with the old one
+// alone, takes the new CA key from the sealed Secret at the switch and
+// re-issues its certificates and kubeconfigs, then trusts the new CA
+// alone. A Secret sealed under another CA key is refused.
+func TestControlPlaneAgentFollowsTheSteps(t *testing.T) {
+	old, next := newCA(t, "kubernetes"), newCA(t, "kubernetes")
+	root := fsys.NewRoot(t.TempDir())
+	const dir = "/etc/kubernetes/pki"
+	if err := pki.WriteKeyPair(root, dir, "ca", old); err != nil {
+		t.Fatal(err)
+	}
+	gen, kw := renewal.Writers(root, dir, "ECDSA-P256", time.Hour)
+	key, _ := pki.NewPrivateKey("ECDSA-P256")
+	apiserver, err := pki.NewSignedKeyPair(old, key, "kube-apiserver", nil, certutil.AltNames{DNSNames: []string{"cp2"}}, []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pki.WriteKeyPair(root, dir, "apiserver", apiserver); err != nil {
+		t.Fatal(err)
+	}
+	key, _ = pki.NewPrivateKey("ECDSA-P256")
+	admin, _ := pki.NewSignedKeyPair(old, key, "kubernetes-admin", []string{"kubeadm:cluster-admins"}, certutil.AltNames{}, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	kc, err := kubeconfig.Build("https://10.0.0.2:6443", "kubernetes", old.Cert, "kubernetes-admin", admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := clientcmd.Write(*kc)
+	root.WriteFile(path.Join(kubeconfig.Dir, "admin.conf"), b, 0o600)
+
+	nextKeyPEM, _ := keyutil.MarshalPrivateKeyToPEM(next.Key)
+	sealed, err := SealKey(old.Key, next.Cert, nextKeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewSimpleClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cp2"}}, keySecret(sealed))
+	var signing []string
+	a := &Agent{FS: root, Node: "cp2", CertDir: dir, Logf: t.Logf, Client: client, CP: &ControlPlane{Gen: gen, KW: kw, Logf: t.Logf,
+		SigningCert: func(_ context.Context, f string) error { signing = append(signing, path.Base(f)); return nil }}}
+	apply := func(s Step) {
+		t.Helper()
+		cms := client.CoreV1().ConfigMaps(Namespace)
+		cms.Delete(context.Background(), ConfigMapName, metav1.DeleteOptions{})
+		if _, err := cms.Create(context.Background(), s.configMap(), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Once(context.Background()); err != nil {
+			t.Fatalf("%s: %v", s.Phase, err)
+		}
+		if ca, _ := root.ReadFile(dir + "/ca.crt"); !bytes.Equal(ca, s.Trust) {
+			t.Errorf("%s: ca.crt is not the step's bundle, in its order", s.Phase)
+		}
+		if got, _ := root.ReadFile(AppliedFile); strings.TrimSpace(string(got)) != s.ID() {
+			t.Errorf("%s: applied %q", s.Phase, got)
+		}
+	}
+	caKey := func() crypto.Signer {
+		b, _ := root.ReadFile(dir + "/ca.key")
+		k, err := pki.ParseKey(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	cert := func(base string) *x509.Certificate {
+		c, err := tls509(root.Path(path.Join(dir, base)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+
+	trust := Step{Phase: PhaseTrust, Trust: Bundle(old.Cert, next.Cert), Signer: pki.EncodeCertPEM(old.Cert)}
+	apply(trust)
+	if !cert(SignerFile).Equal(old.Cert) || !samePublicKey(old.Cert, caKey()) || !signedBy(cert("apiserver.crt"), old.Cert) {
+		t.Error("trust: the old CA must still sign, alone in ca-signer.crt")
+	}
+	if fmt.Sprint(signing) != "[ca-signer.crt]" {
+		t.Errorf("trust: the controller-manager was pointed at %v", signing)
+	}
+
+	// A Secret sealed under another CA key: refused, nothing switched.
+	other, _ := SealKey(newCA(t, "other").Key, next.Cert, nextKeyPEM)
+	client.CoreV1().Secrets(metav1.NamespaceSystem).Update(context.Background(), keySecret(other), metav1.UpdateOptions{})
+	sw := Step{Phase: PhaseSwitch, Trust: Bundle(next.Cert, old.Cert), Signer: pki.EncodeCertPEM(next.Cert)}
+	client.CoreV1().ConfigMaps(Namespace).Update(context.Background(), sw.configMap(), metav1.UpdateOptions{})
+	if err := a.Once(context.Background()); err == nil || !strings.Contains(err.Error(), "not sealed with this control plane's CA key") {
+		t.Errorf("a key sealed under another CA key: %v", err)
+	}
+	if !samePublicKey(old.Cert, caKey()) {
+		t.Error("ca.key changed after a refused key")
+	}
+	client.CoreV1().Secrets(metav1.NamespaceSystem).Update(context.Background(), keySecret(sealed), metav1.UpdateOptions{})
+
+	apply(sw)
+	if !samePublicKey(next.Cert, caKey()) || !cert(SignerFile).Equal(next.Cert) {
+		t.Error("switch: the new CA does not sign")
+	}
+	if !signedBy(cert("apiserver.crt"), next.Cert) {
+		t.Error("switch: apiserver.crt was not re-issued by the new CA")
+	}
+	if c := cert("apiserver.crt"); c.Subject.CommonName != "kube-apiserver" || fmt.Sprint(c.DNSNames) != "[cp2]" {
+		t.Errorf("switch: apiserver.crt lost its identity: %s %v", c.Subject.CommonName, c.DNSNames)
+	}
+	if c, err := kw.ClientCert(path.Join(kubeconfig.Dir, "admin.conf")); err != nil || !signedBy(c, next.Cert) {
+		t.Errorf("switch: admin.conf's certificate was not re-issued by the new CA (%v)", err)
+	}
+
+	drop := Step{Phase: PhaseDrop, Trust: Bundle(next.Cert), Signer: pki.EncodeCertPEM(next.Cert)}
+	apply(drop)
+	if fsys.Exists(root, path.Join(dir, SignerFile)) {
+		t.Error("drop: ca-signer.crt is left")
+	}
+	if fmt.Sprint(signing) != "[ca-signer.crt ca.crt]" {
+		t.Errorf("the controller-manager was pointed at %v", signing)
+	}
 }

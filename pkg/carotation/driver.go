@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,6 +24,7 @@ import (
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
+	"github.com/kubeboot/kubeboot/pkg/bootstrap"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/pki"
@@ -40,6 +44,8 @@ const nextBase = "ca-next"
 // with while ca.crt holds two CAs: its signers require exactly one
 // certificate in --cluster-signing-cert-file (kubeadm's ca.crt otherwise).
 const SignerFile = "ca-signer.crt"
+
+const controlPlaneLabel = "node-role.kubernetes.io/control-plane"
 
 // Driver rotates the cluster CA from the control plane.
 type Driver struct {
@@ -65,6 +71,49 @@ func (d *Driver) fs() fsys.FS { return d.Gen.FS }
 
 func (d *Driver) file(base string) string { return path.Join(d.Gen.Dir(), base) }
 
+func (d *Driver) cp() *ControlPlane {
+	return &ControlPlane{Gen: d.Gen, KW: d.KW, SigningCert: d.SigningCert, Logf: d.Logf}
+}
+
+// shareKey seals the new CA key for the other control planes, in a Secret
+// only the control-plane nodes may read.
+func (d *Driver) shareKey(ctx context.Context, cur *pki.KeyPair, next *x509.Certificate) error {
+	c, err := d.client()
+	if err != nil {
+		return err
+	}
+	cps, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: controlPlaneLabel})
+	if err != nil {
+		return fmt.Errorf("listing the control planes: %w", err)
+	}
+	var names []string
+	for _, n := range cps.Items {
+		names = append(names, n.Name)
+	}
+	slices.Sort(names)
+	keyPEM, err := d.fs().ReadFile(d.file(nextBase + ".key"))
+	if err != nil {
+		return err
+	}
+	sealed, err := SealKey(cur.Key, next, keyPEM)
+	if err != nil {
+		return err
+	}
+	role, binding := keyReader(names)
+	roles, bindings, secrets := c.RbacV1().Roles(metav1.NamespaceSystem), c.RbacV1().RoleBindings(metav1.NamespaceSystem), c.CoreV1().Secrets(metav1.NamespaceSystem)
+	if err := apiclient.CreateOrUpdate(ctx, roles.Create, roles.Update, role); err != nil {
+		return err
+	}
+	if err := apiclient.CreateOrUpdate(ctx, bindings.Create, bindings.Update, binding); err != nil {
+		return err
+	}
+	if err := apiclient.CreateOrUpdate(ctx, secrets.Create, secrets.Update, keySecret(sealed)); err != nil {
+		return err
+	}
+	d.Logf("[certs/rotate-ca] Sealed the new CA key for the control planes (%s) in %s/%s, under a key derived from the current CA key", strings.Join(names, ", "), metav1.NamespaceSystem, KeySecret)
+	return nil
+}
+
 func (d *Driver) client() (kubernetes.Interface, error) {
 	c, _, err := apiclient.FromKubeconfig(d.Kubeconfig, "")
 	return c, err
@@ -85,13 +134,6 @@ func (d *Driver) Run(ctx context.Context) error {
 	c, err := d.client()
 	if err != nil {
 		return err
-	}
-	cps, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "node-role.kubernetes.io/control-plane"})
-	if err != nil {
-		return fmt.Errorf("listing the control planes: %w", err)
-	}
-	if n := len(cps.Items); n > 1 {
-		return fmt.Errorf("the cluster has %d control planes: rotate-ca rotates the CA of a cluster with one control plane (and any number of workers); handing the new CA key to the other control planes is not built yet. Nothing was changed", n)
 	}
 	cas, err := d.trusted()
 	if err != nil {
@@ -172,20 +214,12 @@ func (d *Driver) trust(ctx context.Context, cur *pki.KeyPair) error {
 		d.Logf("[certs/rotate-ca] Generated the new CA %q (serial %s, valid until %s), staged in %s", next.Cert.Subject.CommonName, next.Cert.SerialNumber.Text(16), next.Cert.NotAfter.UTC().Format(time.RFC3339), d.fs().Path(d.file(nextBase+".crt")))
 	}
 	step := Step{Phase: PhaseTrust, Trust: Bundle(cur.Cert, next.Cert), Signer: pki.EncodeCertPEM(cur.Cert)}
-	// The controller-manager signs from the signing CA alone before
-	// ca.crt holds two.
-	if err := d.fs().WriteFile(d.file(SignerFile), step.Signer, 0o644); err != nil {
+	if err := d.cp().Trust(ctx, step); err != nil {
 		return err
 	}
-	if err := d.SigningCert(ctx, d.file(SignerFile)); err != nil {
-		return fmt.Errorf("pointing kube-controller-manager at %s: %w", d.fs().Path(d.file(SignerFile)), err)
-	}
-	d.Logf("[certs/rotate-ca] kube-controller-manager signs with %s while ca.crt holds two CAs", d.fs().Path(d.file(SignerFile)))
-	// ca.crt's first certificate stays the one ca.key belongs to.
-	if err := d.fs().WriteFile(d.file("ca.crt"), step.Trust, 0o644); err != nil {
+	if err := d.shareKey(ctx, cur, next.Cert); err != nil {
 		return err
 	}
-	d.Logf("[certs/rotate-ca] %s trusts the current and the new CA", d.fs().Path(d.file("ca.crt")))
 	if err := d.publish(ctx, step); err != nil {
 		return err
 	}
@@ -216,23 +250,32 @@ func (d *Driver) trust(ctx context.Context, cur *pki.KeyPair) error {
 	return d.reachKubelets(ctx, false)
 }
 
-// reachKubelets sends a request to each kubelet through the API server
-// (GET /api/v1/nodes/NAME/proxy/healthz). With require, it waits until
-// every kubelet answers: the API server verifies their new serving
-// certificates.
+// reachKubelets sends a request to each kubelet through each API server
+// (GET /api/v1/nodes/NAME/proxy/healthz): each has a kubelet client of
+// its own. With require, it waits until every kubelet answers: the API
+// servers verify their new serving certificates.
 func (d *Driver) reachKubelets(ctx context.Context, require bool) error {
-	var n int
-	err := d.wait(ctx, "the API server to reach every kubelet", func(c kubernetes.Interface) (string, error) {
-		nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	var nodes, servers int
+	err := d.wait(ctx, "every API server to reach every kubelet", func(c kubernetes.Interface) (string, error) {
+		ns, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return "", err
 		}
-		n = len(nodes.Items)
+		hosts, err := apiServers(ctx, c)
+		if err != nil {
+			return "", err
+		}
+		nodes, servers = len(ns.Items), len(hosts)
 		var failed []string
-		for _, n := range nodes.Items {
-			err := c.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.Name, "proxy", "healthz").Do(ctx).Error()
+		for _, h := range hosts {
+			via, _, err := apiclient.FromKubeconfig(d.Kubeconfig, "https://"+h)
 			if err != nil {
-				failed = append(failed, fmt.Sprintf("%s: %v", n.Name, err))
+				return "", err
+			}
+			for _, n := range ns.Items {
+				if err := via.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", n.Name, "proxy", "healthz").Do(ctx).Error(); err != nil {
+					failed = append(failed, fmt.Sprintf("%s via %s: %v", n.Name, h, err))
+				}
 			}
 		}
 		if !require {
@@ -241,9 +284,35 @@ func (d *Driver) reachKubelets(ctx context.Context, require bool) error {
 		return strings.Join(failed, "; "), nil
 	})
 	if err == nil && require {
-		d.Logf("[certs/rotate-ca] The API server reaches every kubelet (%d) with the new certificates", n)
+		d.Logf("[certs/rotate-ca] Every API server (%d) reaches every kubelet (%d) with the new certificates", servers, nodes)
 	}
 	return err
+}
+
+// apiServers lists the API servers (host:port) from the kubernetes
+// Service's EndpointSlices.
+func apiServers(ctx context.Context, c kubernetes.Interface) ([]string, error) {
+	eps, err := c.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=kubernetes"})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, s := range eps.Items {
+		for _, p := range s.Ports {
+			if p.Port == nil || (p.Name != nil && *p.Name != "https") {
+				continue
+			}
+			for _, e := range s.Endpoints {
+				for _, a := range e.Addresses {
+					out = append(out, net.JoinHostPort(a, strconv.Itoa(int(*p.Port))))
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("the kubernetes Service has no endpoints")
+	}
+	return out, nil
 }
 
 // staged reads the new CA staged by the trust step, nil when none is.
@@ -271,7 +340,8 @@ func (d *Driver) staged() (*pki.KeyPair, error) {
 }
 
 // switchCA makes the new CA the signer, re-issues everything the CA signs
-// on this control plane, and has every node's kubelet re-issued.
+// on this control plane, and has every other control plane and every
+// node's kubelet follow.
 func (d *Driver) switchCA(ctx context.Context) error {
 	next, err := d.staged()
 	if err != nil {
@@ -281,74 +351,33 @@ func (d *Driver) switchCA(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	signer := cas[0] // switched here already
 	if next != nil {
-		keyPEM, _ := d.fs().ReadFile(d.file(nextBase + ".key"))
-		// The key first, then the certificates with the new CA first: a
-		// reader in between sees a mismatched pair and retries (the
-		// controller-manager reloads the pair when a file changes).
-		if err := d.fs().WriteFile(d.file("ca.key"), keyPEM, 0o600); err != nil {
-			return err
+		signer = next.Cert
+	}
+	step := Step{Phase: PhaseSwitch, Trust: Bundle(signer, cas...), Signer: pki.EncodeCertPEM(signer)}
+	err = d.cp().Switch(ctx, step, func() ([]byte, error) {
+		if next == nil {
+			return nil, fmt.Errorf("no new CA is staged in %s, and %s is not the new CA's", d.fs().Path(d.file(nextBase+".key")), d.fs().Path(d.file("ca.key")))
 		}
-		if err := d.fs().WriteFile(d.file(SignerFile), pki.EncodeCertPEM(next.Cert), 0o644); err != nil {
-			return err
-		}
-		if err := d.fs().WriteFile(d.file("ca.crt"), Bundle(next.Cert, cas...), 0o644); err != nil {
-			return err
-		}
-		for _, ext := range []string{".crt", ".key"} {
-			if err := os.Remove(d.fs().Path(d.file(nextBase + ext))); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return err
+		return d.fs().ReadFile(d.file(nextBase + ".key"))
+	})
+	// The staged CA goes once ca.key is its key, also when re-issuing
+	// failed: a run again continues from ca.key.
+	if next != nil {
+		if keyPEM, rerr := d.fs().ReadFile(d.file("ca.key")); rerr == nil {
+			if key, perr := pki.ParseKey(keyPEM); perr == nil && samePublicKey(next.Cert, key) {
+				for _, ext := range []string{".crt", ".key"} {
+					if rerr := os.Remove(d.fs().Path(d.file(nextBase + ext))); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+						return rerr
+					}
+				}
 			}
 		}
-		d.Logf("[certs/rotate-ca] The new CA signs from now on: %s and %s", d.fs().Path(d.file("ca.crt")), d.fs().Path(d.file("ca.key")))
 	}
-	d.Gen.Forget()
-	ca, err := d.Gen.CA("ca")
 	if err != nil {
 		return err
 	}
-	for _, s := range pki.List(d.Gen.Cfg) {
-		if s.CAName != "ca" || !fsys.Exists(d.fs(), d.file(s.BaseName+".crt")) {
-			continue
-		}
-		b, err := d.fs().ReadFile(d.file(s.BaseName + ".crt"))
-		if err != nil {
-			return err
-		}
-		cert, err := certutil.ParseCertsPEM(b)
-		if err != nil {
-			return err
-		}
-		if signedBy(cert[0], ca.Cert) {
-			continue
-		}
-		if err := d.Gen.Renew(s.Name); err != nil {
-			return err
-		}
-		d.Logf("[certs/rotate-ca] Re-issued %s with the new CA", d.fs().Path(d.file(s.BaseName+".crt")))
-	}
-	for _, k := range kubeconfig.Renewable(d.Gen.Cfg) {
-		file := path.Join(kubeconfig.Dir, k.FileName)
-		if !fsys.Exists(d.fs(), file) {
-			continue
-		}
-		cert, err := d.KW.ClientCert(file)
-		if err != nil {
-			continue // not one with an embedded certificate
-		}
-		if signedBy(cert, ca.Cert) {
-			continue
-		}
-		if err := d.KW.Renew(k); err != nil {
-			return err
-		}
-		d.Logf("[certs/rotate-ca] Re-issued the client certificate of %s with the new CA", d.fs().Path(file))
-	}
-	bundle, err := d.fs().ReadFile(d.file("ca.crt"))
-	if err != nil {
-		return err
-	}
-	step := Step{Phase: PhaseSwitch, Trust: bundle, Signer: pki.EncodeCertPEM(ca.Cert)}
 	if err := d.publish(ctx, step); err != nil {
 		return err
 	}
@@ -366,20 +395,12 @@ func (d *Driver) drop(ctx context.Context) error {
 		return err
 	}
 	step := Step{Phase: PhaseDrop, Trust: Bundle(ca.Cert), Signer: pki.EncodeCertPEM(ca.Cert)}
-	if err := d.fs().WriteFile(d.file("ca.crt"), step.Trust, 0o644); err != nil {
+	if err := d.cp().Drop(ctx, step); err != nil {
 		return err
 	}
-	d.Logf("[certs/rotate-ca] %s trusts the new CA only", d.fs().Path(d.file("ca.crt")))
 	if err := d.publish(ctx, step); err != nil {
 		return err
 	}
-	if err := d.SigningCert(ctx, d.file("ca.crt")); err != nil {
-		return fmt.Errorf("pointing kube-controller-manager back at ca.crt: %w", err)
-	}
-	if err := os.Remove(d.fs().Path(d.file(SignerFile))); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	d.Logf("[certs/rotate-ca] kube-controller-manager signs with %s again", d.fs().Path(d.file("ca.crt")))
 	if err := d.waitNodes(ctx, step); err != nil {
 		return err
 	}
@@ -411,16 +432,36 @@ func (d *Driver) finish(ctx context.Context) error {
 		},
 		func() error { return c.RbacV1().RoleBindings(Namespace).Delete(ctx, rbacName, metav1.DeleteOptions{}) },
 		func() error { return c.RbacV1().Roles(Namespace).Delete(ctx, rbacName, metav1.DeleteOptions{}) },
+		func() error {
+			return c.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, KeySecret, metav1.DeleteOptions{})
+		},
+		func() error {
+			return c.RbacV1().RoleBindings(metav1.NamespaceSystem).Delete(ctx, rbacName, metav1.DeleteOptions{})
+		},
+		func() error {
+			return c.RbacV1().Roles(metav1.NamespaceSystem).Delete(ctx, rbacName, metav1.DeleteOptions{})
+		},
 	} {
 		if err := del(); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
+	}
+	// The certificates init or upload-certs uploaded for joining control
+	// planes hold the old CA: a control plane joining with them would not
+	// be trusted.
+	err = c.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, bootstrap.KubeadmCertsSecret, metav1.DeleteOptions{})
+	switch {
+	case err == nil:
+		d.Logf("[certs/rotate-ca] Deleted %s/%s, which held the old CA: run `kubeboot init phase upload-certs --upload-certs` on a control plane before joining another one", metav1.NamespaceSystem, bootstrap.KubeadmCertsSecret)
+	case !apierrors.IsNotFound(err):
+		return err
 	}
 	ca, err := d.Gen.CA("ca")
 	if err != nil {
 		return err
 	}
 	d.Logf("[certs/rotate-ca] The cluster CA is rotated: every node trusts only %q (serial %s, valid until %s)", ca.Cert.Subject.CommonName, ca.Cert.SerialNumber.Text(16), ca.Cert.NotAfter.UTC().Format(time.RFC3339))
+	d.Logf("[certs/rotate-ca] Join commands printed before name the old CA's hash (--discovery-token-ca-cert-hash): print a new one with `kubeboot token create --print-join-command`")
 	return nil
 }
 

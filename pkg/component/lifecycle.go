@@ -33,18 +33,21 @@ func (r Renderer) CertRenewerSpec() Spec {
 	if renewBefore == 0 {
 		renewBefore = 90 * 24 * time.Hour
 	}
+	return Spec{
+		Name: CertRenewer,
+		Args: append(append([]string{"--root", r.root(), "cert-renewer"}, r.issueFlags()...),
+			"--renew-before", renewBefore.String()),
+	}
+}
+
+// issueFlags are the flags of kubeboot's components that re-issue the
+// node's certificates: where they are, their key type and validity.
+func (r Renderer) issueFlags() []string {
 	alg := string(r.Cfg.Cluster.EncryptionAlgorithm)
 	if alg == "" {
 		alg = "RSA-2048"
 	}
-	return Spec{
-		Name: CertRenewer,
-		Args: []string{"--root", r.root(), "cert-renewer",
-			"--cert-dir", r.Cfg.Cluster.CertificatesDir,
-			"--encryption-algorithm", alg,
-			"--validity", r.certValidity().String(),
-			"--renew-before", renewBefore.String()},
-	}
+	return []string{"--cert-dir", r.Cfg.Cluster.CertificatesDir, "--encryption-algorithm", alg, "--validity", r.certValidity().String()}
 }
 
 // SnapshotsRun tells whether this control plane takes scheduled etcd

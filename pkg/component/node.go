@@ -99,12 +99,12 @@ func (r Renderer) KubeletSpec() Spec {
 
 // CAAgentSpec renders the node's follower of CA rotations: it reads the
 // published step with the kubelet's identity, so it works once the
-// kubelet has its certificate.
+// kubelet has its certificate. On a control plane it re-issues the
+// certificates the CA signs, as the cert-renewer does.
 func (r Renderer) CAAgentSpec() Spec {
 	return Spec{
 		Name: CAAgent,
-		Args: []string{"--root", r.root(), "ca-agent", "--node-name", r.Cfg.Init.NodeRegistration.Name,
-			"--cert-dir", r.Cfg.Cluster.CertificatesDir},
+		Args: append([]string{"--root", r.root(), "ca-agent", "--node-name", r.Cfg.Init.NodeRegistration.Name}, r.issueFlags()...),
 	}
 }
 

@@ -66,13 +66,22 @@ type Renewer struct {
 // New is a renewer for the certificates in certDir (a node path) of fs,
 // renewed with keys of alg and the given validity.
 func New(fs fsys.FS, certDir, alg string, validity, renewBefore time.Duration, logf func(string, ...any)) *Renewer {
+	gen, kw := Writers(fs, certDir, alg, validity)
+	return &Renewer{Gen: gen, KW: kw, RenewBefore: renewBefore, Validity: validity, Logf: logf}
+}
+
+// Writers re-issue the certificates in certDir (a node path) of fs and
+// the kubeconfigs, with keys of alg and the given validity, each with the
+// identity of the one it replaces: what a node's daemon needs of the
+// cluster's configuration to renew them.
+func Writers(fs fsys.FS, certDir, alg string, validity time.Duration) (*pki.Generator, *kubeconfig.Writer) {
 	c := &config.Config{}
 	c.EnsureInit()
 	c.Cluster.CertificatesDir = certDir
 	c.Cluster.EncryptionAlgorithm = kubeadmv1.EncryptionAlgorithmType(alg)
 	c.Cluster.CertificateValidityPeriod = &metav1.Duration{Duration: validity}
 	gen := &pki.Generator{FS: fs, Cfg: c}
-	return &Renewer{Gen: gen, KW: &kubeconfig.Writer{FS: fs, Cfg: c, PKI: gen}, RenewBefore: renewBefore, Validity: validity, Logf: logf}
+	return gen, &kubeconfig.Writer{FS: fs, Cfg: c, PKI: gen}
 }
 
 func (r *Renewer) now() time.Time {

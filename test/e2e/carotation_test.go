@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,16 +38,22 @@ import (
 // With --hardened the kubelets' serving certificates come from the cluster
 // CA too and the API server verifies them (kubelet-certificate-authority):
 // they are re-issued, and exec and logs show the API server trusts them.
+// That cluster has a second control plane: its ca-agent takes the new CA
+// key from the sealed Secret and re-issues its own certificates; the
+// reader reads through both API servers.
 func TestCARotation(t *testing.T) {
 	requireE2E(t)
-	t.Run("default", func(t *testing.T) { testCARotation(t, "kbca", "10.221.0") })
-	t.Run("hardened", func(t *testing.T) { testCARotation(t, "kbcah", "10.222.0", "--hardened") })
+	t.Run("default", func(t *testing.T) { testCARotation(t, "kbca", "10.221.0", false) })
+	t.Run("hardened-ha", func(t *testing.T) {
+		testCARotation(t, "kbcah", "10.222.0", true, "--hardened", "--upload-certs")
+	})
 }
 
-func testCARotation(t *testing.T, name, subnet string, initFlags ...string) {
+func testCARotation(t *testing.T, name, subnet string, secondCP bool, initFlags ...string) {
 	if n := len(podProcesses()); n != 0 {
 		t.Fatalf("%d pod processes run on this machine already", n)
 	}
+	hardened := slices.Contains(initFlags, "--hardened")
 	apiserver := subnet + ".2:6443"
 	network := newNetwork(t, name+"-net")
 	cp := newHostWith(t, name+"-cp", subnet+".2", nethost.Options{Network: network})
@@ -54,6 +62,18 @@ func testCARotation(t *testing.T, name, subnet string, initFlags ...string) {
 	m := joinFlags.FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("no join command in init's output:\n%s", out)
+	}
+	cps, hosts := []*nethost.Host{cp}, []*nethost.Host{cp, w}
+	if secondCP {
+		k := certificateKeyFlag.FindStringSubmatch(out)
+		if k == nil {
+			t.Fatalf("no certificate key in init's output:\n%s", out)
+		}
+		cp2 := newHostWith(t, name+"-cp2", subnet+".4", nethost.Options{Network: network})
+		start := time.Now()
+		kb(t, cp2, "join", apiserver, "--token", m[1], "--discovery-token-ca-cert-hash", m[2], "--control-plane", "--certificate-key", k[1], "--node-name", "cp2")
+		waitNodeReady(t, cp2, cp, "cp2", start)
+		cps, hosts = append(cps, cp2), append(hosts, cp2)
 	}
 	start := time.Now()
 	kb(t, w, "join", apiserver, "--token", m[1], "--discovery-token-ca-cert-hash", m[2], "--node-name", "w")
@@ -79,19 +99,30 @@ func testCARotation(t *testing.T, name, subnet string, initFlags ...string) {
 	kubectl(t, cp, "create", "serviceaccount", "reader")
 	kubectl(t, cp, "create", "clusterrolebinding", "reader", "--clusterrole=view", "--serviceaccount=default:reader")
 	token := strings.TrimSpace(kubectl(t, cp, "create", "token", "reader", "--duration=2h"))
-	rc := &rest.Config{Host: "https://" + apiserver, BearerToken: token, Timeout: 2 * time.Second,
-		TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(pkiDir, "ca.crt")}, Dial: cp.DialContext}
-	hc, err := rest.HTTPClientFor(rc)
-	if err != nil {
-		t.Fatal(err)
+	// One reader per API server, in turn.
+	type apiReader struct {
+		hc *http.Client
+		c  kubernetes.Interface
 	}
-	reader, err := kubernetes.NewForConfigAndClient(rc, hc)
-	if err != nil {
-		t.Fatal(err)
+	var readers []apiReader
+	for _, h := range cps {
+		rc := &rest.Config{Host: "https://" + h.IP + ":6443", BearerToken: token, Timeout: 2 * time.Second,
+			TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(pkiDir, "ca.crt")}, Dial: cp.DialContext}
+		hc, err := rest.HTTPClientFor(rc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := kubernetes.NewForConfigAndClient(rc, hc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		readers = append(readers, apiReader{hc, c})
 	}
+	var reads atomic.Int64
 	read := func() error {
-		defer utilnet.CloseIdleConnectionsFor(hc.Transport)
-		_, err := reader.CoreV1().ConfigMaps("default").List(context.Background(), metav1.ListOptions{Limit: 1})
+		r := readers[int(reads.Add(1))%len(readers)]
+		defer utilnet.CloseIdleConnectionsFor(r.hc.Transport)
+		_, err := r.c.CoreV1().ConfigMaps("default").List(context.Background(), metav1.ListOptions{Limit: 1})
 		return err
 	}
 	eventually(t, 15*time.Second, 100*time.Millisecond, "a first read with the reader's token", read)
@@ -120,7 +151,7 @@ func testCARotation(t *testing.T, name, subnet string, initFlags ...string) {
 			t.Errorf("%s does not hold just the new CA (%d certificates, %v)", what, len(certs), err)
 		}
 	}
-	for _, h := range []*nethost.Host{cp, w} {
+	for _, h := range hosts {
 		b, _ := os.ReadFile(filepath.Join(h.Root, "etc/kubernetes/pki/ca.crt"))
 		onlyNew(h.Name+"'s ca.crt", b)
 		confs, _ := filepath.Glob(filepath.Join(h.Root, "etc/kubernetes/*.conf"))
@@ -139,20 +170,43 @@ func testCARotation(t *testing.T, name, subnet string, initFlags ...string) {
 		if kubelet.CheckSignatureFrom(newCA) != nil {
 			t.Errorf("%s's kubelet client certificate is not signed by the new CA", h.Name)
 		}
-		if len(initFlags) > 0 {
+		if hardened {
 			serving := readCertFile(t, filepath.Join(h.Root, "var/lib/kubelet/pki/kubelet-server-current.pem"))
 			if serving.CheckSignatureFrom(newCA) != nil {
 				t.Errorf("%s's kubelet serving certificate is not signed by the new CA", h.Name)
 			}
 		}
 	}
-	for _, l := range []string{"apiserver", "apiserver-kubelet-client"} {
-		if readCertFile(t, filepath.Join(pkiDir, l+".crt")).CheckSignatureFrom(newCA) != nil {
-			t.Errorf("%s.crt is not signed by the new CA", l)
+	caKey, _ := os.ReadFile(filepath.Join(pkiDir, "ca.key"))
+	for _, h := range cps {
+		dir := filepath.Join(h.Root, "etc/kubernetes/pki")
+		for _, l := range []string{"apiserver", "apiserver-kubelet-client"} {
+			if readCertFile(t, filepath.Join(dir, l+".crt")).CheckSignatureFrom(newCA) != nil {
+				t.Errorf("%s's %s.crt is not signed by the new CA", h.Name, l)
+			}
 		}
-	}
-	if served := servedCert(t, cp, apiserver); served.CheckSignatureFrom(newCA) != nil {
-		t.Error("the API server does not serve a certificate of the new CA")
+		if served := servedCert(t, cp, h.IP+":6443"); served.CheckSignatureFrom(newCA) != nil {
+			t.Errorf("%s's API server does not serve a certificate of the new CA", h.Name)
+		}
+		if k, _ := os.ReadFile(filepath.Join(dir, "ca.key")); string(k) != string(caKey) {
+			t.Errorf("%s's ca.key is not the new CA's key", h.Name)
+		}
+		for _, f := range []string{"ca-next.crt", "ca-next.key", "ca-signer.crt"} {
+			if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+				t.Errorf("%s: the rotation left %s", h.Name, f)
+			}
+		}
+		for _, conf := range []string{"admin.conf", "controller-manager.conf", "scheduler.conf"} {
+			kc, err := clientcmd.LoadFromFile(filepath.Join(h.Root, "etc/kubernetes", conf))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range kc.AuthInfos {
+				if certs, err := certutil.ParseCertsPEM(u.ClientCertificateData); err != nil || certs[0].CheckSignatureFrom(newCA) != nil {
+					t.Errorf("%s's %s: the client certificate is not signed by the new CA (%v)", h.Name, conf, err)
+				}
+			}
+		}
 	}
 	onlyNew("kube-root-ca.crt", []byte(kubectl(t, cp, "get", "configmap", "kube-root-ca.crt", "-o", "jsonpath={.data.ca\\.crt}")))
 	kc, err := clientcmd.Load([]byte(kubectl(t, cp, "get", "configmap", "-n", "kube-public", "cluster-info", "-o", "jsonpath={.data.kubeconfig}")))
@@ -164,6 +218,9 @@ func testCARotation(t *testing.T, name, subnet string, initFlags ...string) {
 	}
 	if out, err := kubectlErr(cp, "get", "configmap", "-n", "kube-public", "kubeboot-ca-rotation"); err == nil {
 		t.Errorf("the rotation's ConfigMap is left:\n%s", out)
+	}
+	if out, err := kubectlErr(cp, "get", "secret", "-n", "kube-system", "kubeboot-ca-rotation"); err == nil {
+		t.Errorf("the rotation's key Secret is left:\n%s", out)
 	}
 	if a := kubectl(t, cp, "get", "nodes", "-o", "jsonpath={.items[*].metadata.annotations.kubeboot\\.io/ca-rotation}"); strings.TrimSpace(a) != "" {
 		t.Errorf("nodes keep the rotation's annotation: %q", a)
@@ -183,8 +240,9 @@ func testCARotation(t *testing.T, name, subnet string, initFlags ...string) {
 	if after := podsState(); after != podsBefore {
 		t.Errorf("pods after the rotation:\n%s\nbefore:\n%s", after, podsBefore)
 	}
-	waitNodeReady(t, w, cp, "w", time.Now())
-	waitNodeReady(t, cp, cp, "cp", time.Now())
+	for _, h := range hosts {
+		waitNodeReady(t, h, cp, strings.TrimPrefix(h.Name, name+"-"), time.Now())
+	}
 	kubectl(t, cp, "create", "service", "clusterip", "late", "--tcp=80")
 	lateIP := kubectl(t, cp, "get", "service", "late", "-o", "jsonpath={.spec.clusterIP}")
 	eventually(t, 30*time.Second, 300*time.Millisecond, "resolve a Service made after the rotation", func() error {
