@@ -139,12 +139,16 @@ const MaxSocketPath = 104
 // ("unix socket path too long") and the node waits for it in vain.
 func SocketPaths(fs fsys.FS, nodePaths ...string) Check {
 	return Check{Name: "SocketPathLength", Run: func() ([]string, error) {
+		longest := ""
 		for _, p := range nodePaths {
-			if full := fs.Path(p); len(full) > MaxSocketPath {
-				return nil, fmt.Errorf("the root %s is too long for the unix sockets under it: %s is %d bytes, over the %d a socket path may have; use a root path of at most %d bytes",
-					fs.Path("/"), full, len(full), MaxSocketPath, len(strings.TrimSuffix(fs.Path("/"), "/"))-(len(full)-MaxSocketPath))
+			if full := fs.Path(p); len(full) > len(longest) {
+				longest = full
 			}
 		}
-		return nil, nil
+		if len(longest) <= MaxSocketPath {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("the root %s is too long for the unix sockets under it: %s is %d bytes, over the %d a socket path may have; use a root path of at most %d bytes",
+			fs.Path("/"), longest, len(longest), MaxSocketPath, len(strings.TrimSuffix(fs.Path("/"), "/"))-(len(longest)-MaxSocketPath))
 	}}
 }

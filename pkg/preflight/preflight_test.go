@@ -14,7 +14,7 @@ func TestSocketPaths(t *testing.T) {
 		t.Errorf("a root of %d bytes: %v", len(fits), err)
 	}
 	long := fits + "x"
-	_, err := SocketPaths(fsys.NewRoot(long), sock).Run()
+	_, err := SocketPaths(fsys.NewRoot(long), "/var/lib/kubelet/pod-resources/kubelet.sock", sock).Run()
 	if err == nil || !strings.Contains(err.Error(), "105 bytes") || !strings.Contains(err.Error(), "at most 58 bytes") {
 		t.Errorf("a root of %d bytes: %v", len(long), err)
 	}
