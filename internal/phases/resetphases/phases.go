@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -65,6 +66,9 @@ func hasLocalEtcd(d *Data) bool { return fsys.Exists(d.FS, component.SpecPath(co
 
 func runPreflight(_ context.Context, d *Data) error {
 	d.logf("[preflight] Running pre-flight checks")
+	if dir, n := removedSnapshots(d.FS); n > 0 {
+		d.logf("[reset] WARNING: the %d scheduled etcd snapshots in %s go with this node's state: copy them elsewhere first to keep them", n, d.FS.Path(dir))
+	}
 	if d.Force || d.FS.DryRun() {
 		return nil
 	}
@@ -207,6 +211,32 @@ func specArgs(fs fsys.FS, name string) []string {
 		return nil
 	}
 	return spec.Args
+}
+
+// removedSnapshots counts the scheduled etcd snapshots reset removes: those
+// in the snapshotter's directory (from its spec) when it lies in the
+// node's state, as the default does.
+func removedSnapshots(fs fsys.FS) (string, int) {
+	args := specArgs(fs, component.EtcdSnapshotter)
+	i := slices.Index(args, "--dir")
+	if i < 0 || i+1 >= len(args) {
+		return "", 0
+	}
+	dir := args[i+1]
+	if !slices.ContainsFunc(nodeStatePaths, func(p string) bool { return dir == p || strings.HasPrefix(dir, p+"/") }) {
+		return "", 0
+	}
+	entries, err := os.ReadDir(fs.Path(dir))
+	if err != nil {
+		return "", 0
+	}
+	n := 0
+	for _, e := range entries {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".snapshot") {
+			n++
+		}
+	}
+	return dir, n
 }
 
 // etcdDataDir reads the local etcd member's data dir from its spec, so
