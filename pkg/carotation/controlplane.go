@@ -55,10 +55,6 @@ func (p *ControlPlane) fs() fsys.FS { return p.Gen.FS }
 
 func (p *ControlPlane) file(base string) string { return path.Join(p.Gen.Dir(), base) }
 
-// Holds tells whether this node is a control plane with the cluster CA's
-// key, the one kind of node these steps are for.
-func (p *ControlPlane) Holds() bool { return p != nil && fsys.Exists(p.fs(), p.file("ca.key")) }
-
 // writeIfOther writes data to a file of the certificates dir unless it
 // holds the same certificates already, and tells whether it wrote.
 func (p *ControlPlane) writeIfOther(base string, data []byte) (bool, error) {
