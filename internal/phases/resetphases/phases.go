@@ -10,9 +10,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -344,8 +347,15 @@ func runRemoveEtcdMember(ctx context.Context, d *Data) error {
 	if err != nil {
 		return fmt.Errorf("finding this node's etcd member (%s): %w", peer, err)
 	}
+	// Through the other members: the local one stops as soon as it is
+	// removed, and the removal's answer and the check that follows it
+	// would wait on it (they did, until their deadline).
+	others, err := etcdutil.New(otherClientURLs(members, peer), path.Join(certs, "etcd/ca.crt"), path.Join(certs, "apiserver-etcd-client.crt"), path.Join(certs, "apiserver-etcd-client.key"))
+	if err != nil {
+		return err
+	}
 	d.logf("[reset] Removing etcd member %x (%s) from the cluster", id, peer)
-	left, err := ec.RemoveMember(id)
+	left, err := others.RemoveMember(id)
 	if err != nil {
 		return fmt.Errorf("removing this node's etcd member %x: %w", id, err)
 	}
@@ -355,6 +365,24 @@ func runRemoveEtcdMember(ctx context.Context, d *Data) error {
 	}
 	d.logf("[reset] etcd keeps %d members: %s", len(left), strings.Join(names, ", "))
 	return nil
+}
+
+// otherClientURLs are the client URLs of the members other than the one
+// with peer URL peer: each member serves clients on its peer address, at
+// the etcd client port.
+func otherClientURLs(members []etcdutil.Member, peer string) []string {
+	var out []string
+	for _, m := range members {
+		if m.PeerURL == peer {
+			continue
+		}
+		u, err := url.Parse(m.PeerURL)
+		if err != nil || u.Hostname() == "" {
+			continue
+		}
+		out = append(out, "https://"+net.JoinHostPort(u.Hostname(), strconv.Itoa(component.EtcdClientPort)))
+	}
+	return out
 }
 
 func listMembers(ctx context.Context, ec *etcdutil.Client) ([]etcdutil.Member, error) {
