@@ -107,7 +107,7 @@ func (p *ControlPlane) Switch(ctx context.Context, step Step, newKey func() ([]b
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.fs().Path(p.file("ca.key")), err)
 	}
-	if !samePublicKey(signer, cur) {
+	if pki.MatchKey(signer, cur) != nil {
 		keyPEM, err := newKey()
 		if err != nil {
 			return fmt.Errorf("the new CA key: %w", err)
@@ -116,7 +116,7 @@ func (p *ControlPlane) Switch(ctx context.Context, step Step, newKey func() ([]b
 		if err != nil {
 			return fmt.Errorf("the new CA key: %w", err)
 		}
-		if !samePublicKey(signer, key) {
+		if pki.MatchKey(signer, key) != nil {
 			return fmt.Errorf("the new CA key does not belong to the new CA %q", signer.Subject.CommonName)
 		}
 		// The key first, then the certificates with the new CA first: a
@@ -263,13 +263,4 @@ func keyReader(controlPlanes []string) (*rbacv1.Role, *rbacv1.RoleBinding) {
 		binding.Subjects = append(binding.Subjects, rbacv1.Subject{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "system:node:" + n})
 	}
 	return role, binding
-}
-
-// samePublicKey tells whether key belongs to cert.
-func samePublicKey(cert *x509.Certificate, key crypto.Signer) bool {
-	if key == nil {
-		return false
-	}
-	pub, ok := key.Public().(interface{ Equal(crypto.PublicKey) bool })
-	return ok && pub.Equal(cert.PublicKey)
 }

@@ -366,7 +366,7 @@ func (d *Driver) switchCA(ctx context.Context) error {
 	// failed: a run again continues from ca.key.
 	if next != nil {
 		if keyPEM, rerr := d.fs().ReadFile(d.file("ca.key")); rerr == nil {
-			if key, perr := pki.ParseKey(keyPEM); perr == nil && samePublicKey(next.Cert, key) {
+			if key, perr := pki.ParseKey(keyPEM); perr == nil && pki.MatchKey(next.Cert, key) == nil {
 				for _, ext := range []string{".crt", ".key"} {
 					if rerr := os.Remove(d.fs().Path(d.file(nextBase + ext))); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
 						return rerr

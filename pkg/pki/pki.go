@@ -128,7 +128,7 @@ func (g *Generator) CA(name string) (*KeyPair, error) {
 		if kp.Key, err = g.loadKey(keyFile); err != nil {
 			return nil, err
 		}
-		if err := matchKey(kp.Cert, kp.Key); err != nil {
+		if err := MatchKey(kp.Cert, kp.Key); err != nil {
 			return nil, fmt.Errorf("%s does not belong to %s: %w", g.FS.Path(keyFile), g.FS.Path(certFile), err)
 		}
 	}
@@ -316,7 +316,7 @@ func (g *Generator) checkLeaf(s Spec, ca *KeyPair, cn string, alt certutil.AltNa
 	if err != nil {
 		return err
 	}
-	if err := matchKey(cert, key); err != nil {
+	if err := MatchKey(cert, key); err != nil {
 		return fmt.Errorf("%s does not belong to %s: %w", g.FS.Path(keyFile), file, err)
 	}
 	return nil
@@ -441,7 +441,8 @@ func ParseKey(b []byte) (crypto.Signer, error) {
 	return s, nil
 }
 
-func matchKey(cert *x509.Certificate, key crypto.Signer) error {
+// MatchKey checks that key is the private key of cert.
+func MatchKey(cert *x509.Certificate, key crypto.Signer) error {
 	if !publicKeysEqual(cert.PublicKey, key.Public()) {
 		return errors.New("the private key does not match the certificate's public key")
 	}
