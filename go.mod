@@ -65,6 +65,8 @@ require (
 	github.com/containernetworking/cni v1.3.1 // indirect
 	github.com/containers/ocicrypt v1.3.2 // indirect
 	github.com/coredns/corefile-migration v1.0.34 // indirect
+	github.com/docker/cli v29.7.2+incompatible // indirect
+	github.com/docker/docker-credential-helpers v0.9.3 // indirect
 	github.com/docker/go-events v0.1.0 // indirect
 	github.com/docker/go-metrics v0.1.0 // indirect
 	github.com/erofs/go-erofs v0.3.1 // indirect

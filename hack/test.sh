@@ -8,7 +8,8 @@ hack/install-deps.sh
 make build
 # A fast subset of the upstream conformance suite (Services, DNS, exec,
 # logs, pod lifecycle) on 1 control plane + 2 workers, through the offline
-# harness beside the project (its first build takes ~15 min, then cached).
+# harness beside the project (its first build takes ~15 min, then cached),
+# the test images pulled through a registry mirror under upstream names.
 if [[ -x ../shared/conformance/run.sh ]]; then
 	go run ./hack/conformance -fast
 else

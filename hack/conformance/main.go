@@ -1,8 +1,17 @@
 // Command conformance brings up a kubeboot cluster in network-namespace
 // hosts on this machine and runs the upstream conformance suite against it
-// offline, through ../shared/conformance/run.sh (which builds e2e.test and
-// the test images once, imports them into every node and rewrites every
-// image reference, so nothing is pulled). The cluster is removed at the end.
+// offline, through ../shared/conformance/run.sh, which builds e2e.test and
+// the test images once. The cluster is removed at the end.
+//
+// By default the images reach the nodes as an air-gapped site's would: a
+// distribution registry (hack/registry) runs on the control-plane host,
+// the images are pushed into it under their upstream names
+// (registry.k8s.io/e2e-test-images/agnhost:..., docker.io/library/nginx:...),
+// every node is made with --registry-mirror for those registries, and the
+// suite runs with its own image names: nothing is renamed, and the kubelet
+// pulls each image through the mirror. With -registry=false the harness's
+// own way is used instead: images imported into every node and every
+// reference of the suite renamed to local.test/....
 //
 //	go run ./hack/conformance                       # 1 control plane + 2 workers, every non-serial [Conformance] spec
 //	go run ./hack/conformance -nodes 1 -focus '\[sig-network\].*\[Conformance\]'
@@ -21,6 +30,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -35,8 +45,17 @@ func main() {
 	parallel := flag.Int("parallel", 4, "ginkgo processes (1 with -serial)")
 	harness := flag.String("harness", "../shared/conformance", "the offline conformance harness")
 	keep := flag.Bool("keep", false, "leave the cluster up at the end (remove it with `kubeboot reset` on each host)")
+	useRegistry := flag.Bool("registry", true, "pull the test images through a registry mirror under their upstream names (false: import them into each node, renamed to local.test/...)")
+	push := flag.String("push", "", "internal: push the docker archives given as arguments to the registry at HOST:PORT under their upstream names, and exit")
 	fast := flag.Bool("fast", false, "only the fast subset the test command runs: Services, DNS, pod networking, exec and logs over websockets, kubectl logs, a lifecycle hook, pod submission and removal, two schedulable nodes")
 	flag.Parse()
+	if *push != "" {
+		if err := runPush(*push, flag.Args()); err != nil {
+			fmt.Fprintln(os.Stderr, "conformance:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *fast {
 		*focus = fastSubset
 	}
@@ -50,7 +69,7 @@ func main() {
 	if *skip == "" {
 		*skip = "Serial|Disruptive|Flaky"
 	}
-	if err := run(*nodes, *focus, *skip, *parallel, *harness, *keep); err != nil {
+	if err := run(*nodes, *focus, *skip, *parallel, *harness, *keep, *useRegistry); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		os.Exit(1)
 	}
@@ -79,7 +98,7 @@ func (l *lastLines) String() string { return string(l.b) }
 
 var joinFlags = regexp.MustCompile(`--token (\S+) \\\s+--discovery-token-ca-cert-hash (\S+)`)
 
-func run(n int, focus, skip string, parallel int, harness string, keep bool) error {
+func run(n int, focus, skip string, parallel int, harness string, keep, useRegistry bool) error {
 	bin, err := filepath.Abs("_output/kubeboot")
 	if err == nil {
 		_, err = os.Stat(bin)
@@ -106,10 +125,14 @@ func run(n int, focus, skip string, parallel int, harness string, keep bool) err
 		return err
 	}
 	var hosts []*nethost.Host
+	var reg *registry
 	defer func() {
 		if keep {
 			fmt.Printf("[conformance] The cluster stays up under %s\n", dir)
 			return
+		}
+		if reg != nil {
+			reg.stop()
 		}
 		for i := len(hosts) - 1; i >= 0; i-- {
 			nethost.Run(hosts[i].Kubeboot("reset", "--force")) //nolint:errcheck
@@ -130,7 +153,29 @@ func run(n int, focus, skip string, parallel int, harness string, keep bool) err
 		hosts = append(hosts, h)
 	}
 	cp := hosts[0]
-	args := []string{"init", "--node-name", "cp"}
+	var mirrors []string
+	if useRegistry {
+		// The harness's images first (cached after the first run): their
+		// names say which registries the nodes need a mirror for.
+		build := exec.Command(filepath.Join(filepath.Dir(runSh), "build.sh"))
+		build.Stderr = os.Stderr
+		out, err := build.Output()
+		if err != nil {
+			return fmt.Errorf("the harness's build.sh: %v", err)
+		}
+		registries, err := mirroredRegistries(filepath.Join(strings.TrimSpace(string(out)), "images/list.txt"))
+		if err != nil {
+			return err
+		}
+		if reg, err = startRegistry(cp, dir); err != nil {
+			return err
+		}
+		for _, r := range registries {
+			mirrors = append(mirrors, "--registry-mirror", r+"=http://"+reg.addr)
+		}
+		fmt.Printf("[conformance] registry on %s, the mirror of %s\n", reg.addr, strings.Join(registries, ", "))
+	}
+	args := append([]string{"init", "--node-name", "cp"}, mirrors...)
 	if n == 1 {
 		args = append(args, "--single-node")
 	}
@@ -146,27 +191,46 @@ func run(n int, focus, skip string, parallel int, harness string, keep bool) err
 	for i, h := range hosts[1:] {
 		name := fmt.Sprintf("w%d", i+1)
 		fmt.Printf("[conformance] kubeboot join on %s\n", name)
-		if out, err := nethost.Run(h.Kubeboot("join", cp.IP+":6443", "--token", m[1], "--discovery-token-ca-cert-hash", m[2], "--node-name", name)); err != nil {
+		join := append([]string{"join", cp.IP + ":6443", "--token", m[1], "--discovery-token-ca-cert-hash", m[2], "--node-name", name}, mirrors...)
+		if out, err := nethost.Run(h.Kubeboot(join...)); err != nil {
 			return fmt.Errorf("join %s: %v\n%s", name, err, out)
 		}
 	}
-	// One import command for every node: a script that imports the archive
-	// into each node's containerd in turn.
+	// The harness's import command: with the registry, a push of the
+	// archive into it (by this program, from inside the control-plane
+	// host); without, a script that imports the archive into each node's
+	// containerd in turn.
 	var script strings.Builder
 	script.WriteString("#!/bin/sh\nset -e\n")
-	for _, h := range hosts {
-		fmt.Fprintf(&script, "nsenter -t %d -m -n -- %s --root %s images import \"$1\"\n", h.HolderPID(), bin, h.Root)
+	e2eArgs := os.Getenv("E2E_ARGS")
+	if reg != nil {
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(&script, "exec nsenter -t %d -n -- %s -push %s \"$1\"\n", cp.HolderPID(), self, reg.addr)
+		// The suite's own image names: an empty repo list, after the
+		// harness's, leaves every name as upstream has it.
+		e2eArgs += " --kube-test-repo-list="
+	} else {
+		for _, h := range hosts {
+			fmt.Fprintf(&script, "nsenter -t %d -m -n -- %s --root %s images import \"$1\"\n", h.HolderPID(), bin, h.Root)
+		}
 	}
 	importer := filepath.Join(dir, "import.sh")
 	if err := os.WriteFile(importer, []byte(script.String()), 0o755); err != nil {
 		return err
 	}
 	cmd := exec.Command(runSh, filepath.Join(cp.Root, "etc/kubernetes/admin.conf"), importer, focus, skip)
-	cmd.Env = append(os.Environ(), "E2E_PREFIX=nsenter -t "+strconv.Itoa(cp.HolderPID())+" -m -n --", "PARALLEL="+strconv.Itoa(parallel))
+	cmd.Env = append(os.Environ(), "E2E_PREFIX=nsenter -t "+strconv.Itoa(cp.HolderPID())+" -m -n --", "PARALLEL="+strconv.Itoa(parallel), "E2E_ARGS="+e2eArgs)
 	var tail lastLines
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stdout, &tail), os.Stderr
 	fmt.Printf("[conformance] %d node(s); focus %q, skip %q, %d in parallel\n", n, focus, skip, parallel)
-	if err := cmd.Run(); err != nil {
+	err = cmd.Run()
+	if reg != nil {
+		reportPulls(reg)
+	}
+	if err != nil {
 		return err
 	}
 	// A focus that matches nothing must not pass for a green run.
@@ -174,4 +238,21 @@ func run(n int, focus, skip string, parallel int, harness string, keep bool) err
 		return fmt.Errorf("no spec ran: the focus %q matches none that the skip %q leaves", focus, skip)
 	}
 	return nil
+}
+
+// reportPulls prints how many pulls of each image reached the mirror.
+func reportPulls(r *registry) {
+	pulls, err := r.pulls()
+	if err != nil {
+		fmt.Printf("[conformance] the registry's log: %v\n", err)
+		return
+	}
+	var names []string
+	total := 0
+	for n, c := range pulls {
+		names = append(names, fmt.Sprintf("%s %d", n, c))
+		total += c
+	}
+	sort.Strings(names)
+	fmt.Printf("[conformance] %d pulls through the mirror: %s\n", total, strings.Join(names, ", "))
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"log"
 	"net"
@@ -14,10 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/kubeboot/kubeboot/test/nethost"
@@ -75,7 +75,13 @@ func TestRegistryMirror(t *testing.T) {
 	if img, err = mutate.ConfigFile(img, cf); err != nil {
 		t.Fatal(err)
 	}
-	push(t, &http.Client{Transport: &http.Transport{DialContext: h.DialContext}}, "http://10.218.0.2:5000", "e2e/mirrored", "v1", img)
+	dst, err := name.NewTag("10.218.0.2:5000/e2e/mirrored:v1", name.Insecure)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(dst, img, remote.WithTransport(&http.Transport{DialContext: h.DialContext})); err != nil {
+		t.Fatalf("push %s: %v", dst, err)
+	}
 
 	hosts, err := os.ReadFile(filepath.Join(h.Root, "etc/kubernetes/kubeboot/containerd/certs.d/registry.k8s.io/hosts.toml"))
 	if err != nil || !strings.Contains(string(hosts), `[host."http://10.218.0.2:5000"]`) {
@@ -111,62 +117,4 @@ func TestRegistryMirror(t *testing.T) {
 	if files := listAll(other.Root); len(files) != 0 {
 		t.Errorf("the refusal wrote %v", files)
 	}
-}
-
-// push uploads img as repo:tag the way the distribution API asks: each
-// blob through an upload session, then the manifest.
-func push(t *testing.T, c *http.Client, base, repo, tag string, img v1.Image) {
-	t.Helper()
-	layers, err := img.Layers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	type blob struct {
-		digest string
-		data   []byte
-	}
-	var blobs []blob
-	for _, l := range layers {
-		d, _ := l.Digest()
-		rc, err := l.Compressed()
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(rc)
-		rc.Close()
-		blobs = append(blobs, blob{d.String(), b})
-	}
-	cfgName, _ := img.ConfigName()
-	cfg, _ := img.RawConfigFile()
-	blobs = append(blobs, blob{cfgName.String(), cfg})
-	do := func(req *http.Request, want int) *http.Response {
-		t.Helper()
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", req.Method, req.URL, err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			t.Fatalf("%s %s: %s", req.Method, req.URL, resp.Status)
-		}
-		return resp
-	}
-	for _, b := range blobs {
-		req, _ := http.NewRequest("POST", base+"/v2/"+repo+"/blobs/uploads/", nil)
-		loc := do(req, http.StatusAccepted).Header.Get("Location")
-		if !strings.HasPrefix(loc, "http") {
-			loc = base + loc
-		}
-		sep := "?"
-		if strings.Contains(loc, "?") {
-			sep = "&"
-		}
-		req, _ = http.NewRequest("PUT", loc+sep+"digest="+b.digest, bytes.NewReader(b.data))
-		do(req, http.StatusCreated)
-	}
-	manifest, _ := img.RawManifest()
-	mt, _ := img.MediaType()
-	req, _ := http.NewRequest("PUT", fmt.Sprintf("%s/v2/%s/manifests/%s", base, repo, tag), bytes.NewReader(manifest))
-	req.Header.Set("Content-Type", string(mt))
-	do(req, http.StatusCreated)
 }
