@@ -233,8 +233,24 @@ func run(n int, focus, skip string, parallel int, harness string, keep, useRegis
 	if err != nil {
 		return err
 	}
-	// A focus that matches nothing must not pass for a green run.
-	if strings.Contains(tail.String(), "conformance: 0 passed, 0 failed") {
+	return verdict(tail.String(), focus, skip)
+}
+
+var summary = regexp.MustCompile(`conformance: (\d+) passed, (\d+) failed, (\d+) skipped`)
+
+// verdict reads run.sh's last line, whose exit code does not say whether
+// specs failed: a failed spec, no summary, or a focus that matched nothing
+// must not pass for a green run.
+func verdict(out, focus, skip string) error {
+	m := summary.FindAllStringSubmatch(out, -1)
+	if m == nil {
+		return fmt.Errorf("run.sh printed no \"conformance: N passed, M failed\" line")
+	}
+	last := m[len(m)-1]
+	switch {
+	case last[2] != "0":
+		return fmt.Errorf("%s of the specs failed (listed above)", last[2])
+	case last[1] == "0":
 		return fmt.Errorf("no spec ran: the focus %q matches none that the skip %q leaves", focus, skip)
 	}
 	return nil
