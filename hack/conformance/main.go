@@ -227,6 +227,11 @@ func run(n int, focus, skip string, parallel int, harness string, keep, useRegis
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stdout, &tail), os.Stderr
 	fmt.Printf("[conformance] %d node(s); focus %q, skip %q, %d in parallel\n", n, focus, skip, parallel)
 	err = cmd.Run()
+	if m := reportFile.FindStringSubmatch(tail.String()); m != nil {
+		if perr := printBySIG(m[1], os.Stdout); perr != nil {
+			fmt.Printf("[conformance] counts by SIG: %v\n", perr)
+		}
+	}
 	if reg != nil {
 		reportPulls(reg)
 	}
@@ -235,6 +240,9 @@ func run(n int, focus, skip string, parallel int, harness string, keep, useRegis
 	}
 	return verdict(tail.String(), focus, skip)
 }
+
+// reportFile is the JUnit report run.sh names above its summary.
+var reportFile = regexp.MustCompile(`; report: (\S+\.xml)\)`)
 
 var summary = regexp.MustCompile(`conformance: (\d+) passed, (\d+) failed, (\d+) skipped`)
 
