@@ -6,10 +6,10 @@
 // By default the images reach the nodes as an air-gapped site's would: a
 // distribution registry (hack/registry) runs on the control-plane host,
 // the images are pushed into it under their upstream names
-// (registry.k8s.io/e2e-test-images/agnhost:..., docker.io/library/nginx:...),
-// every node is made with --registry-mirror for those registries, and the
-// suite runs with its own image names: nothing is renamed, and the kubelet
-// pulls each image through the mirror. With -registry=false the harness's
+// (registry.k8s.io/e2e-test-images/agnhost:..., as the e2e suite's image
+// manifest names them), every node is made with --registry-mirror for
+// those registries, and the suite runs with its own image names: nothing
+// is renamed, and the kubelet pulls each image through the mirror. With -registry=false the harness's
 // own way is used instead: images imported into every node and every
 // reference of the suite renamed to local.test/....
 //
@@ -129,6 +129,9 @@ func run(n int, focus, skip string, parallel int, harness string, keep, useRegis
 	defer func() {
 		if keep {
 			fmt.Printf("[conformance] The cluster stays up under %s\n", dir)
+			if reg != nil {
+				fmt.Printf("[conformance] and its registry, pid %d (kill it when done)\n", reg.cmd.Process.Pid)
+			}
 			return
 		}
 		if reg != nil {
