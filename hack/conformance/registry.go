@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -41,8 +42,8 @@ func upstreamName(ref string) (string, error) {
 			found = append(found, up)
 		}
 	}
-	sort.Strings(found)
-	found = dedupe(found)
+	slices.Sort(found)
+	found = slices.Compact(found)
 	switch len(found) {
 	case 1:
 		return found[0], nil
@@ -50,16 +51,6 @@ func upstreamName(ref string) (string, error) {
 		return "", fmt.Errorf("%s: no image %s in the e2e manifest", ref, last)
 	}
 	return "", fmt.Errorf("%s: several upstream images end in %s: %v", ref, last, found)
-}
-
-func dedupe(s []string) []string {
-	out := s[:0]
-	for i, v := range s {
-		if i == 0 || v != s[i-1] {
-			out = append(out, v)
-		}
-	}
-	return out
 }
 
 // mirroredRegistries lists the registries (host names) of the upstream
@@ -82,12 +73,7 @@ func mirroredRegistries(listFile string) ([]string, error) {
 		}
 		set[r.Context().RegistryStr()] = true
 	}
-	var out []string
-	for r := range set {
-		out = append(out, r)
-	}
-	sort.Strings(out)
-	return out, nil
+	return slices.Sorted(maps.Keys(set)), nil
 }
 
 // pushArchive pushes every image of a docker-save archive to the registry
