@@ -204,16 +204,26 @@ type burst struct {
 
 // podBurst creates a Deployment of n test-server pods and measures, per
 // pod, the time from its creation (seen by a watch) to Running, the
-// machine's busy CPU meanwhile, and the node's PSS before and after.
+// machine's busy CPU meanwhile, the API requests it took, and the node's
+// PSS before and after.
 func podBurst(h *nethost.Host, c kubernetes.Interface, n int) (burst, error) {
 	var b burst
 	_, pss0 := benchutil.PSS(nodeProcesses(h))
 	cpu0 := benchutil.CPUOf(nodeProcesses(h))
 	busy0 := benchutil.BusyCPU()
+	req0, err := apiRequests(context.Background(), c)
+	if err != nil {
+		return b, err
+	}
 	if err := podStartup(c, n, &b); err != nil {
 		return b, err
 	}
 	benchutil.PrintCPUBreakdown(cpu0, benchutil.CPUOf(nodeProcesses(h)), benchutil.BusyCPU()-busy0, n)
+	req1, err := apiRequests(context.Background(), c)
+	if err != nil {
+		return b, err
+	}
+	printRequests(req0, req1, n)
 	time.Sleep(5 * time.Second) // the last pods' first seconds of work
 	_, pss1 := benchutil.PSS(nodeProcesses(h))
 	b.memPerPodMiB = float64(pss1-pss0) / 1024 / float64(n)
