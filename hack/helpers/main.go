@@ -32,7 +32,6 @@ var packages = map[string]string{
 	helpers.CoreDNS:    "github.com/kubeboot/kubeboot/cmd/coredns",
 	"bridge":           "github.com/containernetworking/plugins/plugins/main/bridge",
 	"host-local":       "github.com/containernetworking/plugins/plugins/ipam/host-local",
-	"loopback":         "github.com/containernetworking/plugins/plugins/main/loopback",
 	"portmap":          "github.com/containernetworking/plugins/plugins/meta/portmap",
 }
 

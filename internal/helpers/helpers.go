@@ -44,7 +44,7 @@ const (
 )
 
 // CNIPlugins are the CNI plugins containerd execs for every pod.
-var CNIPlugins = []string{"bridge", "host-local", "loopback", "portmap"}
+var CNIPlugins = []string{"bridge", "host-local", "portmap"}
 
 // ManifestFile is the embedded list of the helpers and their digests.
 const ManifestFile = "manifest.json"

@@ -12,8 +12,9 @@ import (
 // CNIConfList renders the node's CNI configuration: a bridge with
 // host-local addresses from the node's pod CIDR and portmap for hostPorts.
 // Traffic leaving the pod network is masqueraded by one rule set that the
-// network agent installs for the whole pod network, not per pod. containerd adds the
-// loopback interface itself (with the loopback plugin).
+// network agent installs for the whole pod network, not per pod. containerd
+// brings up the pod's loopback interface itself (use_internal_loopback), so
+// no loopback plugin runs.
 func CNIConfList(fs fsys.FS, podCIDR string) ([]byte, error) {
 	conf := map[string]any{
 		"cniVersion": "1.0.0",

@@ -75,6 +75,9 @@ disabled_plugins = [
     bin_dirs = [%[7]q]
     conf_dir = %[8]q
     max_conf_num = 1
+    # containerd brings up a pod's lo itself, rather than by an exec of
+    # the loopback plugin for every pod's setup and teardown.
+    use_internal_loopback = true
 
 [plugins."io.containerd.grpc.v1.cri"]
   stream_server_address = "127.0.0.1"

@@ -56,10 +56,6 @@ const (
 // a node path URL.
 const ManagedCRISocket = config.ManagedCRISocket
 
-// CNIPlugins are the plugins containerd execs from CNIBinDir; each is a
-// link to the kubeboot binary.
-var CNIPlugins = []string{"bridge", "host-local", "loopback", "portmap"}
-
 // CNINetwork is the name of the node's CNI network. The CNI library caches
 // each attachment's result in /var/lib/cni/results/<network>-<container>-<if>
 // whatever the root prefix; a name of the node's own (its fsys.Tag) lets

@@ -213,6 +213,14 @@ func TestSingleNode(t *testing.T) {
 		get := func(url string) (string, error) {
 			return kubectlErr(h, "exec", "client", "--", "/test-server", "--get", url)
 		}
+		// The pod's lo is up (containerd brings it up itself, with no
+		// loopback plugin): the client answers itself on 127.0.0.1.
+		eventually(t, 30*time.Second, 200*time.Millisecond, "the client answering itself on 127.0.0.1", func() error {
+			if out, err := get("http://127.0.0.1:9090/"); err != nil || !strings.Contains(out, `"hostname":"client"`) {
+				return fmt.Errorf("%v: %s", err, out)
+			}
+			return nil
+		})
 		// Cluster names from CoreDNS, names outside the cluster through it
 		// from the host's upstream server.
 		for name, want := range map[string]string{"kubernetes.default.svc.cluster.local": "10.96.0.1", "web.default.svc.cluster.local": clusterIP, "outside.test": "192.0.2.10"} {
