@@ -2,8 +2,9 @@
 // --single-node` on a fresh root, in a network-namespace host: time from
 // init's start to node Ready and to CoreDNS Ready; in every run a burst of
 // -pods test-server pods: startup p50/p99 from creation to Running, the
-// machine's busy CPU per pod, and memory per pod (the node's PSS with the
-// pods Running minus before them, over -pods); medians of -runs. The last
+// machine's busy CPU per pod, the API requests per pod, memory per pod
+// (the node's PSS with the pods Running minus before them, over -pods),
+// and the node's CPU per second once they run; medians of -runs. The last
 // run also prints the idle footprint -idle after init, as the sum of PSS
 // of every process of the node (kubeboot's, containerd's, the shims, the
 // pods).
@@ -12,9 +13,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -96,6 +99,7 @@ func run(runs, pods int, idle time.Duration) error {
 		}
 		sort.Float64s(mem)
 		fmt.Printf("  memory per pod (PSS delta / %d)       %.1f MiB\n", pods, mem[len(mem)/2])
+		fmt.Printf("  node CPU with the pods Running        %s/s\n", pick(func(s sample) time.Duration { return s.burst.steady }).Round(time.Millisecond))
 	}
 	return nil
 }
@@ -200,7 +204,13 @@ func nodeProcesses(h *nethost.Host) []int {
 type burst struct {
 	p50, p99, cpuPerPod time.Duration
 	memPerPodMiB        float64
+	// steady is the node's CPU per second with the pods Running and
+	// nothing else happening.
+	steady time.Duration
 }
+
+// steadyWindow is how long the node's CPU is read with the pods Running.
+const steadyWindow = 20 * time.Second
 
 // podBurst creates a Deployment of n test-server pods and measures, per
 // pod, the time from its creation (seen by a watch) to Running, the
@@ -228,7 +238,37 @@ func podBurst(h *nethost.Host, c kubernetes.Interface, n int) (burst, error) {
 	_, pss1 := benchutil.PSS(nodeProcesses(h))
 	b.memPerPodMiB = float64(pss1-pss0) / 1024 / float64(n)
 	fmt.Printf("node PSS %.1f MiB before the pods, %.1f MiB with them Running: %.2f MiB per pod\n", float64(pss0)/1024, float64(pss1)/1024, b.memPerPodMiB)
+	b.steady = steadyCPU(h, n)
 	return b, nil
+}
+
+// steadyCPU reads the node's CPU over steadyWindow with the n pods Running
+// and nothing else happening: what pods cost while they idle (the
+// runtime's stats, the kubelet's relists and housekeeping). It prints the
+// processes that used any, and returns the node's CPU per second (its
+// processes', not the machine's: over this window, the machine's busy
+// time from /proc/stat once came out negative in two runs of three).
+func steadyCPU(h *nethost.Host, n int) time.Duration {
+	before, busy0 := benchutil.CPUOf(nodeProcesses(h)), benchutil.BusyCPU()
+	time.Sleep(steadyWindow)
+	after, busy := benchutil.CPUOf(nodeProcesses(h)), benchutil.BusyCPU()-busy0
+	byName := map[string]time.Duration{}
+	var node time.Duration
+	for pid, a := range after {
+		if b, ok := before[pid]; ok {
+			d := a.Self + a.Children - b.Self - b.Children
+			byName[a.Name] += d
+			node += d
+		}
+	}
+	perSec := func(d time.Duration) time.Duration { return d * time.Second / steadyWindow }
+	fmt.Printf("node CPU with the %d pods Running, over %s: the node's processes %s/s (the machine's busy CPU %s/s)\n", n, steadyWindow, perSec(node).Round(time.Millisecond), perSec(busy).Round(time.Millisecond))
+	for _, name := range slices.SortedFunc(maps.Keys(byName), func(a, b string) int { return cmp.Compare(byName[b], byName[a]) }) {
+		if d := perSec(byName[name]); d >= time.Millisecond {
+			fmt.Printf("  %-28s %s/s\n", name, d.Round(time.Millisecond))
+		}
+	}
+	return perSec(node)
 }
 
 // podStartup creates a Deployment of n test-server pods and measures, per
