@@ -57,6 +57,12 @@ disabled_plugins = [
 
 [plugins."io.containerd.cri.v1.runtime"]
   restrict_oom_score_adj = true
+  # containerd's own CPU samples of every container and sandbox (for the
+  # CRI's usage in nanocores), each a call into the pod's shim and a read
+  # of its cgroups: every 10 s, as the kubelet's cAdvisor housekeeping,
+  # rather than containerd's default of every second, which with 50 pods
+  # cost containerd and the shims ~0.2 CPU-seconds a second at idle.
+  stats_collect_period = "10s"
   # No CDI devices: the default spec dirs are the host's /etc/cdi and
   # /var/run/cdi, shared by every node of a machine.
   cdi_spec_dirs = []
