@@ -397,9 +397,9 @@ func (h *Host) KillAll() {
 // Close stops every process of the host, removes its namespace and its
 // directory. It is safe to call more than once.
 func (h *Host) Close() error {
-	for _, pid := range append(h.Processes(), h.Pods()...) {
-		syscall.Kill(pid, syscall.SIGKILL) //nolint:errcheck
-	}
+	// Until they are gone: a cgroup that a dying process still holds
+	// refuses rmdir, and was left behind empty once it had died.
+	h.KillAll()
 	defer cleanup.RemoveCgroups(fsys.Tag(h.Root), io.Discard)
 	if h.holder != nil && h.holder.Process != nil {
 		h.holder.Process.Kill() //nolint:errcheck
