@@ -407,24 +407,12 @@ func (d *Driver) drop(ctx context.Context) error {
 	return d.waitRootCA(ctx, step.Trust)
 }
 
-// finish removes the rotation's objects: the ConfigMap, its RBAC and the
-// nodes' annotations.
+// finish removes the rotation's objects: the ConfigMap and its RBAC, then
+// the nodes' annotations.
 func (d *Driver) finish(ctx context.Context) error {
 	c, err := d.client()
 	if err != nil {
 		return err
-	}
-	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return err
-	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{Annotation: nil}}})
-	for _, n := range nodes.Items {
-		if _, ok := n.Annotations[Annotation]; ok {
-			if _, err := c.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-				return err
-			}
-		}
 	}
 	for _, del := range []func() error{
 		func() error {
@@ -444,6 +432,21 @@ func (d *Driver) finish(ctx context.Context) error {
 	} {
 		if err := del(); err != nil && !apierrors.IsNotFound(err) {
 			return err
+		}
+	}
+	// The annotations go after the ConfigMap: an agent that still saw the
+	// last step published would annotate its node again (a node kept the
+	// drop step's annotation once in CI).
+	nodes, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]any{Annotation: nil}}})
+	for _, n := range nodes.Items {
+		if _, ok := n.Annotations[Annotation]; ok {
+			if _, err := c.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+				return err
+			}
 		}
 	}
 	// The certificates init or upload-certs uploaded for joining control
