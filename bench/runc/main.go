@@ -29,6 +29,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/kubeboot/kubeboot/bench/internal/benchutil"
 )
 
 // cgroupParent is where the containers' cgroups go (cgroupsPath in the
@@ -37,9 +39,6 @@ const cgroupParent = "kubeboot-bench-runc"
 
 // ops are the runtime's commands, in the order the shim runs them.
 var ops = []string{"create", "start", "state", "kill", "delete"}
-
-// clockTicks is USER_HZ, the unit of /proc/<pid>/stat's CPU times.
-const clockTicks = 100
 
 func main() {
 	n := flag.Int("n", 50, "containers per runtime")
@@ -173,11 +172,11 @@ func once(ctx context.Context, runtime, state, bundle, id string, c *cost) (err 
 		return ctx.Err()
 	case <-time.After(time.Second):
 	}
-	cpu, err := procCPU(pid)
-	if err != nil {
-		return err
+	cpu, ok := benchutil.CPUOf([]int{pid})[pid]
+	if !ok {
+		return fmt.Errorf("container %s (pid %d): its process is gone after a second", id, pid)
 	}
-	c.initCPU += cpu
+	c.initCPU += cpu.Self
 	if err := do("kill", id, "KILL"); err != nil {
 		return err
 	}
@@ -190,17 +189,6 @@ func once(ctx context.Context, runtime, state, bundle, id string, c *cost) (err 
 		}
 	}
 	return do("delete", id)
-}
-
-// procCPU is a process's user + system CPU from /proc/<pid>/stat.
-func procCPU(pid int) (time.Duration, error) {
-	f, err := statFields(pid)
-	if err != nil {
-		return 0, err
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / clockTicks, nil
 }
 
 // statFields are /proc/<pid>/stat's fields after the command name (the
