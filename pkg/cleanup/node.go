@@ -223,20 +223,29 @@ func filterRules(save string, prefixes []string) (string, int) {
 // CgroupRoot is where the cgroup filesystem is mounted.
 var CgroupRoot = "/sys/fs/cgroup"
 
-// RemoveCgroups removes the (empty) cgroup directories named name, and
-// everything below them, deepest first: at the root of every cgroup v1
-// hierarchy and of the v2 unified one. It reports how many it removed.
-func RemoveCgroups(name string, out io.Writer) int {
+// Cgroups lists the cgroup directories named name that exist at the root
+// of a cgroup v1 hierarchy or of the v2 unified one.
+func Cgroups(name string) []string {
 	roots, _ := filepath.Glob(filepath.Join(CgroupRoot, "*"))
 	tops := []string{filepath.Join(CgroupRoot, name)} // cgroup v2
 	for _, r := range roots {
 		tops = append(tops, filepath.Join(r, name)) // each v1 hierarchy
 	}
-	n := 0
+	var found []string
 	for _, top := range tops {
-		if _, err := os.Stat(top); err != nil {
-			continue
+		if fi, err := os.Stat(top); err == nil && fi.IsDir() {
+			found = append(found, top)
 		}
+	}
+	return found
+}
+
+// RemoveCgroups removes the (empty) cgroup directories named name, and
+// everything below them, deepest first: at the root of every cgroup v1
+// hierarchy and of the v2 unified one. It reports how many it removed.
+func RemoveCgroups(name string, out io.Writer) int {
+	n := 0
+	for _, top := range Cgroups(name) {
 		var dirs []string
 		filepath.Walk(top, func(p string, info os.FileInfo, err error) error { //nolint:errcheck
 			if err == nil && info.IsDir() {

@@ -400,7 +400,7 @@ func (h *Host) Close() error {
 	// Until they are gone: a cgroup that a dying process still holds
 	// refuses rmdir, and was left behind empty once it had died.
 	h.KillAll()
-	defer cleanup.RemoveCgroups(fsys.Tag(h.Root), io.Discard)
+	defer h.removeCgroups()
 	if h.holder != nil && h.holder.Process != nil {
 		h.holder.Process.Kill() //nolint:errcheck
 		h.holder.Wait()         //nolint:errcheck
@@ -415,6 +415,29 @@ func (h *Host) Close() error {
 	}
 	h.made = nil
 	return os.RemoveAll(h.dir)
+}
+
+// removeCgroups removes the node's cgroups once the zombies that still
+// hold them are reaped. KillAll returns when no live process is left,
+// but a zombie keeps its cgroup populated until it is reaped, and a
+// killed daemon's children become ours to reap only once the daemon
+// itself is: one Reap does not reach them all (each CI run left one
+// node's cpu groups behind, empty, until this waited for them).
+func (h *Host) removeCgroups() {
+	tag := fsys.Tag(h.Root)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		Reap()
+		cleanup.RemoveCgroups(tag, io.Discard)
+		left := cleanup.Cgroups(tag)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "nethost: %s: cgroups left behind: %v\n", h.Name, left)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // InNetns runs f on a thread that is in the host's network namespace, so
