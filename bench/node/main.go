@@ -52,7 +52,46 @@ func main() {
 
 type sample struct {
 	readyz, nodeReady, dnsReady, exit time.Duration
-	burst                             burst
+	// dns is when CoreDNS's pods were first seen created, all scheduled,
+	// all with their container running, and all Ready.
+	dns   dnsSteps
+	burst burst
+}
+
+// dnsSteps is the CoreDNS pods' way to Ready, from init's start: each
+// step is when the last of the pods reached it (as polled, every 25 ms).
+type dnsSteps struct{ created, scheduled, running, ready time.Duration }
+
+// observe records the steps pods have reached at t.
+func (d *dnsSteps) observe(pods []corev1.Pod, want int, t time.Duration) {
+	if len(pods) < want {
+		return
+	}
+	var scheduled, running, ready int
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			scheduled++
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Running != nil {
+				running++
+			}
+		}
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+				ready++
+			}
+		}
+	}
+	set := func(step *time.Duration, n int) {
+		if *step == 0 && n == len(pods) {
+			*step = t
+		}
+	}
+	set(&d.created, len(pods))
+	set(&d.scheduled, scheduled)
+	set(&d.running, running)
+	set(&d.ready, ready)
 }
 
 func run(runs, pods int, idle time.Duration) error {
@@ -77,6 +116,8 @@ func run(runs, pods int, idle time.Duration) error {
 		}
 		samples = append(samples, s)
 		fmt.Printf("run %d: /readyz %s, node Ready %s, CoreDNS Ready %s, init exit %s\n", len(samples), s.readyz, s.nodeReady.Round(time.Millisecond), s.dnsReady.Round(time.Millisecond), s.exit.Round(time.Millisecond))
+		ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+		fmt.Printf("  CoreDNS pods: created %s, scheduled %s, running %s, Ready %s\n", ms(s.dns.created), ms(s.dns.scheduled), ms(s.dns.running), ms(s.dns.ready))
 		return nil
 	})
 	if err != nil {
@@ -87,6 +128,9 @@ func run(runs, pods int, idle time.Duration) error {
 	fmt.Printf("  kube-apiserver /readyz   %s\n", pick(func(s sample) time.Duration { return s.readyz }))
 	fmt.Printf("  node Ready               %s\n", pick(func(s sample) time.Duration { return s.nodeReady }))
 	fmt.Printf("  CoreDNS Ready            %s\n", pick(func(s sample) time.Duration { return s.dnsReady }))
+	fmt.Printf("    its pods created       %s\n", pick(func(s sample) time.Duration { return s.dns.created }))
+	fmt.Printf("    scheduled              %s\n", pick(func(s sample) time.Duration { return s.dns.scheduled }))
+	fmt.Printf("    container running      %s\n", pick(func(s sample) time.Duration { return s.dns.running }))
 	fmt.Printf("  init exit                %s\n", pick(func(s sample) time.Duration { return s.exit }))
 	if pods > 0 {
 		fmt.Printf("\n%d-pod burst, median of %d runs:\n", pods, len(samples))
@@ -167,18 +211,9 @@ func once(h *nethost.Host) (sample, kubernetes.Interface, error) {
 		// Deployment's readyReplicas follows seconds later, on the
 		// controller-manager's schedule).
 		if s.dnsReady == 0 {
-			if pl, err := c.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"}); err == nil && len(pl.Items) == 2 {
-				ready := 0
-				for _, p := range pl.Items {
-					for _, cond := range p.Status.Conditions {
-						if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
-							ready++
-						}
-					}
-				}
-				if ready == len(pl.Items) {
-					s.dnsReady = time.Since(start)
-				}
+			if pl, err := c.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"}); err == nil {
+				s.dns.observe(pl.Items, 2, time.Since(start))
+				s.dnsReady = s.dns.ready
 			}
 		}
 	}
