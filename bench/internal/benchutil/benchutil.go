@@ -145,6 +145,10 @@ type ProcPSS struct {
 	PID  int
 	Name string
 	KiB  int64
+	// AnonKiB and FileKiB split it: the process's own memory (heap,
+	// stacks) and its share of file pages (the executable's code and
+	// data, mapped files).
+	AnonKiB, FileKiB int64
 }
 
 // PSS reads Pss from /proc/<pid>/smaps_rollup for each pid.
@@ -156,16 +160,25 @@ func PSS(pids []int) ([]ProcPSS, int64) {
 		if err != nil {
 			continue
 		}
-		var kib int64
+		p := ProcPSS{PID: pid, Name: procName(pid)}
 		sc := bufio.NewScanner(bytes.NewReader(b))
 		for sc.Scan() {
 			f := strings.Fields(sc.Text())
-			if len(f) >= 2 && f[0] == "Pss:" {
-				kib, _ = strconv.ParseInt(f[1], 10, 64)
+			if len(f) < 2 {
+				continue
+			}
+			n, _ := strconv.ParseInt(f[1], 10, 64)
+			switch f[0] {
+			case "Pss:":
+				p.KiB = n
+			case "Pss_Anon:":
+				p.AnonKiB = n
+			case "Pss_File:":
+				p.FileKiB = n
 			}
 		}
-		out = append(out, ProcPSS{PID: pid, Name: procName(pid), KiB: kib})
-		total += kib
+		out = append(out, p)
+		total += p.KiB
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].KiB > out[j].KiB })
 	return out, total
@@ -255,11 +268,31 @@ func Footprint(pids func() []int, idle time.Duration, what string) {
 	fmt.Printf("waiting %s for the node to idle...\n", idle)
 	time.Sleep(idle)
 	procs, total := PSS(pids())
-	fmt.Printf("\nidle footprint %s after init (sum of PSS of %s):\n", idle, what)
+	mib := func(kib int64) float64 { return float64(kib) / 1024 }
+	fmt.Printf("\nidle footprint %s after init (sum of PSS of %s; anon: the process's own, file: its share of the executable's pages):\n", idle, what)
+	var upstream, anon, file int64
 	for _, p := range procs {
-		fmt.Printf("  %-40s pid %-7d %7.1f MiB\n", p.Name, p.PID, float64(p.KiB)/1024)
+		fmt.Printf("  %-40s pid %-7d %7.1f MiB  (anon %6.1f, file %6.1f)\n", p.Name, p.PID, mib(p.KiB), mib(p.AnonKiB), mib(p.FileKiB))
+		anon += p.AnonKiB
+		file += p.FileKiB
+		if upstreamComponent(p.Name) {
+			upstream += p.KiB
+		}
 	}
-	fmt.Printf("  %-40s %19.1f MiB\n", "total", float64(total)/1024)
+	fmt.Printf("  %-40s %19.1f MiB  (anon %6.1f, file %6.1f)\n", "total", mib(total), mib(anon), mib(file))
+	fmt.Printf("  %-40s %19.1f MiB\n", "of which Kubernetes' own components", mib(upstream))
+}
+
+// upstreamComponent reports whether a process (by its name in the
+// footprint) is one of the Kubernetes components kubeboot runs as
+// upstream builds them, as every kubeadm node runs them too: the control
+// plane, etcd, the kubelet, kube-proxy and CoreDNS.
+func upstreamComponent(name string) bool {
+	switch name {
+	case "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kubelet", "kube-proxy", "coredns":
+		return true
+	}
+	return false
 }
 
 // ProcCPU is one process's CPU time: its own (utime+stime) and that of
