@@ -19,7 +19,9 @@ import (
 
 	"github.com/kubeboot/kubeboot/internal/phases/initphases"
 	"github.com/kubeboot/kubeboot/internal/workflow"
+	"github.com/kubeboot/kubeboot/pkg/cleanup"
 	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
@@ -270,10 +272,15 @@ func devDown(s Streams, g *GlobalFlags, fs fsys.FS, o devUpOptions) error {
 		if err := c.Run(); err != nil {
 			return fmt.Errorf("kubeboot reset: %w", err)
 		}
-	} else if err := daemon.Stop(ctx, fs, 2*time.Minute, func(d time.Duration) {
-		fmt.Fprintf(s.Out, "[dev] Still stopping (%s)\n", d.Round(time.Second))
-	}); err != nil {
-		return err
+	} else {
+		if err := daemon.Stop(ctx, fs, 2*time.Minute, func(d time.Duration) {
+			fmt.Fprintf(s.Out, "[dev] Still stopping (%s)\n", d.Round(time.Second))
+		}); err != nil {
+			return err
+		}
+		// The daemon's CPU groups are outside the root (reset removes
+		// them where a node side ran).
+		cleanup.RemoveCgroups(cpugroup.Name(fs.Path("/")), s.Out)
 	}
 	if err := os.RemoveAll(g.Root); err != nil {
 		return err
