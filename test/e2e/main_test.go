@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,13 +22,39 @@ var binary string
 func TestMain(m *testing.M) {
 	// testing.Short is only valid after flag parsing, which m.Run does;
 	// parse here to decide about the machine-wide setup.
-	if !isShort() && os.Geteuid() == 0 {
-		if err := nethost.BecomeSubreaper(); err != nil {
-			fmt.Fprintln(os.Stderr, "becoming a child subreaper:", err)
-			os.Exit(1)
+	if isShort() || os.Geteuid() != 0 {
+		os.Exit(m.Run())
+	}
+	if err := nethost.BecomeSubreaper(); err != nil {
+		fmt.Fprintln(os.Stderr, "becoming a child subreaper:", err)
+		os.Exit(1)
+	}
+	before := nodeCgroups()
+	code := m.Run()
+	// Every test host removes its node's cgroups when it is closed; one
+	// left behind is a leak of the suite's, even when each test passed.
+	var left []string
+	for _, g := range nodeCgroups() {
+		if !slices.Contains(before, g) {
+			left = append(left, g)
 		}
 	}
-	os.Exit(m.Run())
+	if len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "e2e: the tests left these node cgroups behind: %s\n", strings.Join(left, " "))
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// nodeCgroups lists the kubeboot node cgroups at the top of every
+// hierarchy (cpugroup names them kubeboot or kubeboot-<tag>).
+func nodeCgroups() []string {
+	var out []string
+	for _, pattern := range []string{"/sys/fs/cgroup/kubeboot*", "/sys/fs/cgroup/*/kubeboot*"} {
+		m, _ := filepath.Glob(pattern)
+		out = append(out, m...)
+	}
+	return out
 }
 
 func isShort() bool {
