@@ -421,8 +421,9 @@ func (h *Host) Close() error {
 // hold them are reaped. KillAll returns when no live process is left,
 // but a zombie keeps its cgroup populated until it is reaped, and a
 // killed daemon's children become ours to reap only once the daemon
-// itself is: one Reap does not reach them all (each CI run left one
-// node's cpu groups behind, empty, until this waited for them).
+// itself is: one Reap may not reach them all. (The empty cpu groups CI
+// runs left behind turned out to be dev up's, not this path's; the loop
+// stays because the race is real, and says so when it gives up.)
 func (h *Host) removeCgroups() {
 	tag := fsys.Tag(h.Root)
 	for deadline := time.Now().Add(10 * time.Second); ; {

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 
@@ -289,7 +290,8 @@ func Footprint(pids func() []int, idle time.Duration, what string) {
 // plane, etcd, the kubelet, kube-proxy and CoreDNS.
 func upstreamComponent(name string) bool {
 	switch name {
-	case "kube-apiserver", "kube-controller-manager", "kube-scheduler", "etcd", "kubelet", "kube-proxy", "coredns":
+	case component.APIServer, component.ControllerManager, component.Scheduler, component.Etcd, component.Kubelet, component.KubeProxy,
+		"coredns": // its image's executable (cmd/coredns)
 		return true
 	}
 	return false
