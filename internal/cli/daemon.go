@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -36,7 +37,23 @@ components to run as spec files in /etc/kubernetes/kubeboot/components.`,
 				if err != nil {
 					return err
 				}
-				return daemon.Run(cmd.Context(), g.FS(false, s.Out), exe, s.Out, inProcessComponents())
+				fs := g.FS(false, s.Out)
+				logw := io.Writer(s.Out)
+				if os.Getenv("INVOCATION_ID") != "" {
+					// Run by systemd (its unit): the journal has the output,
+					// and the log file too, where `kubeboot status` and the
+					// operator look without systemd.
+					if err := os.MkdirAll(fs.Path(daemon.LogDir), 0o755); err != nil {
+						return err
+					}
+					f, err := os.OpenFile(fs.Path(daemon.LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+					if err != nil {
+						return err
+					}
+					defer f.Close()
+					logw = io.MultiWriter(s.Out, f)
+				}
+				return daemon.Run(cmd.Context(), fs, exe, logw, inProcessComponents())
 			},
 		},
 		&cobra.Command{

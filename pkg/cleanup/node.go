@@ -267,26 +267,28 @@ func RemoveCgroups(name string, out io.Writer) int {
 }
 
 // KillCgroup kills every process in the cgroup named name (and below it)
-// of the pids hierarchy: the pods' processes, when containerd can no
-// longer be asked to stop them.
+// of the pids hierarchy (v1) or the unified one (v2): the pods'
+// processes, when containerd can no longer be asked to stop them.
 func KillCgroup(name string, out io.Writer) {
-	top := filepath.Join("/sys/fs/cgroup/pids", name)
+	tops := []string{filepath.Join(CgroupRoot, "pids", name), filepath.Join(CgroupRoot, name)}
 	killed := 0
 	for round := 0; round < 20; round++ {
 		found := 0
-		filepath.Walk(top, func(p string, info os.FileInfo, err error) error { //nolint:errcheck
-			if err != nil || info.IsDir() || info.Name() != "cgroup.procs" {
-				return nil
-			}
-			b, _ := os.ReadFile(p)
-			for _, f := range strings.Fields(string(b)) {
-				if pid, err := strconv.Atoi(f); err == nil {
-					syscall.Kill(pid, syscall.SIGKILL) //nolint:errcheck
-					found++
+		for _, top := range tops {
+			filepath.Walk(top, func(p string, info os.FileInfo, err error) error { //nolint:errcheck
+				if err != nil || info.IsDir() || info.Name() != "cgroup.procs" {
+					return nil
 				}
-			}
-			return nil
-		})
+				b, _ := os.ReadFile(p)
+				for _, f := range strings.Fields(string(b)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						syscall.Kill(pid, syscall.SIGKILL) //nolint:errcheck
+						found++
+					}
+				}
+				return nil
+			})
+		}
 		if found == 0 {
 			break
 		}

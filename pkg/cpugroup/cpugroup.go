@@ -1,7 +1,15 @@
-// Package cpugroup gives the node daemon's components CPU weights with
-// cgroups, as a service manager would: the control plane in one group,
-// the node side (containerd, the kubelet, kube-proxy, the image import)
-// in another.
+// Package cpugroup owns a node's cgroups: the parent cgroup its pods live
+// under (the kubelet's cgroup root) on the host's cgroup manager, and the
+// CPU weights of the node daemon's components, given as a service manager
+// would: the control plane in one group, the node side (containerd, the
+// kubelet, kube-proxy, the image import) in another.
+//
+// Where systemd is init the node's parent is a slice named for the node
+// (kubeboot.slice, kubeboot_<hash>.slice under another root), which
+// systemd makes for the daemon's unit (Slice=) and the kubelet's systemd
+// driver fills with its kubepods slices; kubeboot makes no cgroup outside
+// systemd's tree there. Elsewhere (cgroupfs) the parent is /<tag>, made by
+// kubeboot in every hierarchy.
 //
 // kubeboot uses it for one thing: while a control-plane node comes up, the
 // node side runs at a low weight, so that the API server, which everything
@@ -20,11 +28,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/host"
 )
 
 // The groups.
@@ -50,23 +60,77 @@ var Root = "/sys/fs/cgroup"
 func Name(rootPrefix string) string { return fsys.Tag(rootPrefix) }
 
 // Parent returns the node's parent cgroup as the kubelet names its
-// --cgroup-root ("/kubeboot"), and the directories that make it, one in
-// every hierarchy (every cgroup v1 hierarchy, or the v2 tree): the
-// kubelet requires its cgroup root to exist in all of them.
+// --cgroup-root ("/kubeboot"; its systemd driver makes it the slice
+// Slice names), and the directories kubeboot makes for it: the kubelet
+// requires its cgroup root to exist in every hierarchy (every cgroup v1
+// hierarchy, or the v2 tree). Under systemd on cgroup v2 there are none:
+// systemd makes the slice for the daemon's unit.
 func Parent(rootPrefix string) (name string, dirs []string) {
 	name = Name(rootPrefix)
+	dir := name
+	if host.Systemd() {
+		dir = Slice(rootPrefix)
+	}
 	if _, err := os.Stat(filepath.Join(Root, "cgroup.controllers")); err == nil {
-		return "/" + name, []string{filepath.Join(Root, name)}
+		if host.Systemd() {
+			return "/" + name, nil
+		}
+		return "/" + name, []string{filepath.Join(Root, dir)}
 	}
 	entries, _ := os.ReadDir(Root)
 	for _, e := range entries {
 		// Named and co-mounted hierarchies are links or directories;
 		// links (cpu -> cpu,cpuacct) would repeat a hierarchy.
 		if e.IsDir() && e.Type()&os.ModeSymlink == 0 {
-			dirs = append(dirs, filepath.Join(Root, e.Name(), name))
+			dirs = append(dirs, filepath.Join(Root, e.Name(), dir))
 		}
 	}
 	return "/" + name, dirs
+}
+
+// Slice is the systemd slice of a node's cgroup root, named as the
+// kubelet's systemd driver names the cgroup "/<tag>" (cm.CgroupName's
+// ToSystemd: a "-" inside a name becomes "_", since systemd reads "-" as
+// a slice's parent).
+func Slice(rootPrefix string) string {
+	return strings.ReplaceAll(Name(rootPrefix), "-", "_") + ".slice"
+}
+
+// KubeletControllers are the controllers the kubelet requires its cgroup
+// root to have (cm's supported unified controllers), where the kernel has
+// them.
+var KubeletControllers = []string{"cpu", "cpuset", "hugetlb", "memory", "pids"}
+
+// EnableControllers enables, on cgroup v2, every controller of
+// KubeletControllers the kernel has in the subtree of the root cgroup and
+// of the node's parent, so that the kubelet finds them in its cgroup root
+// (systemd enables those it manages itself; hugetlb is not among them,
+// and the kubelet refused to start without it). On v1 it does nothing.
+func EnableControllers(rootPrefix string) error {
+	b, err := os.ReadFile(filepath.Join(Root, "cgroup.controllers"))
+	if err != nil {
+		return nil // v1
+	}
+	avail := strings.Fields(string(b))
+	var want []string
+	for _, c := range KubeletControllers {
+		if slices.Contains(avail, c) {
+			want = append(want, "+"+c)
+		}
+	}
+	parent := Name(rootPrefix)
+	if host.Systemd() {
+		parent = Slice(rootPrefix)
+	}
+	for _, d := range []string{Root, filepath.Join(Root, parent)} {
+		if _, err := os.Stat(d); err != nil {
+			continue // the parent, before it is made
+		}
+		if err := os.WriteFile(filepath.Join(d, "cgroup.subtree_control"), []byte(strings.Join(want, " ")), 0o644); err != nil {
+			return fmt.Errorf("enabling the controllers %v in %s: %w", want, d, err)
+		}
+	}
+	return nil
 }
 
 // Groups are one node's CPU groups.
@@ -76,8 +140,12 @@ type Groups struct {
 }
 
 // Open creates (or finds) the node's groups. It fails when cgroups cannot
-// be written here.
+// be written here, and where systemd is init: the daemon's processes stay
+// in its unit's cgroup there (see docs/design.md, hosts).
 func Open(rootPrefix string) (*Groups, error) {
+	if host.Systemd() {
+		return nil, fmt.Errorf("systemd is init: the components stay in the unit's cgroup")
+	}
 	g := &Groups{}
 	if _, err := os.Stat(filepath.Join(Root, "cgroup.controllers")); err == nil {
 		g.v2 = true
@@ -91,11 +159,9 @@ func Open(rootPrefix string) (*Groups, error) {
 		}
 	}
 	if g.v2 {
-		// Delegate the cpu controller down to the groups.
-		for _, d := range []string{Root, g.dir} {
-			if err := os.WriteFile(filepath.Join(d, "cgroup.subtree_control"), []byte("+cpu"), 0o644); err != nil {
-				return nil, fmt.Errorf("enabling the cpu controller in %s: %w", d, err)
-			}
+		// Delegate the cpu controller (and the kubelet's) down to the groups.
+		if err := EnableControllers(rootPrefix); err != nil {
+			return nil, err
 		}
 	}
 	return g, nil

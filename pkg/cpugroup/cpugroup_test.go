@@ -94,3 +94,36 @@ func TestParent(t *testing.T) {
 		t.Errorf("v2: %v", dirs)
 	}
 }
+
+// TestEnableControllersV2: on a cgroup v2 machine without systemd, the
+// kubelet's controllers that the kernel has are enabled in the root's and
+// the node parent's subtree (the kubelet refused a root without hugetlb).
+func TestEnableControllersV2(t *testing.T) {
+	old := Root
+	Root = t.TempDir()
+	defer func() { Root = old }()
+	if err := os.WriteFile(filepath.Join(Root, "cgroup.controllers"), []byte("cpuset cpu io memory hugetlb pids rdma misc\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open("/"); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{Root, filepath.Join(Root, "kubeboot")} {
+		b, err := os.ReadFile(filepath.Join(d, "cgroup.subtree_control"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(b), "+cpu +cpuset +hugetlb +memory +pids"; got != want {
+			t.Errorf("%s/cgroup.subtree_control = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestSlice(t *testing.T) {
+	if got := Slice("/"); got != "kubeboot.slice" {
+		t.Errorf("Slice(/) = %q", got)
+	}
+	if got := Slice("/tmp/a"); !strings.HasPrefix(got, "kubeboot_") || !strings.HasSuffix(got, ".slice") || strings.Contains(got, "-") {
+		t.Errorf("Slice(/tmp/a) = %q", got)
+	}
+}

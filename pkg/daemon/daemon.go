@@ -24,6 +24,7 @@ import (
 
 	"github.com/kubeboot/kubeboot/internal/helpers"
 	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/node"
 	"github.com/kubeboot/kubeboot/pkg/supervisor"
@@ -186,6 +187,14 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer, inProcess 
 		defer statusMu.Unlock()
 		writeStatus()
 	}
+	if SystemdRunning() {
+		// The kubelet's cgroup root is the node's slice: it must have every
+		// controller the kubelet requires, hugetlb among them, which
+		// systemd does not enable.
+		if err := cpugroup.EnableControllers(fs.Path("/")); err != nil {
+			logf("WARNING: %v", err)
+		}
+	}
 	cpu := newBringUp(fs, logf)
 	// changed writes the status and lets the bring-up see the API server's
 	// readiness (or its time limit run out).
@@ -291,15 +300,34 @@ func ReadStatus(fs fsys.FS) (*StatusReport, error) {
 	return &r, nil
 }
 
-// Start makes sure the daemon of this root runs: it starts one, detached
-// (own session, output to its log file), or tells the running one to
-// re-read its specs. It returns the daemon's pid and whether it started it.
+// Start makes sure the daemon of this root runs, or tells the running one
+// to re-read its specs. Where systemd is init and the node's unit is
+// written, it starts the unit, so that the daemon, its components and
+// their logs live under it; elsewhere it starts the daemon detached (own
+// session, output to its log file) with the environment a unit would give
+// it, not the shell's. It returns the daemon's pid and whether it started
+// it.
 func Start(fs fsys.FS, exe string) (pid int, started bool, err error) {
 	if pid := Running(fs); pid != 0 {
 		if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
 			return 0, false, fmt.Errorf("signalling the kubeboot daemon (pid %d): %w", pid, err)
 		}
 		return pid, false, nil
+	}
+	if runByUnit(fs) {
+		if err := systemctl("start", UnitName(fs)); err != nil {
+			return 0, false, fmt.Errorf("starting the kubeboot daemon: %w", err)
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			if pid := Running(fs); pid != 0 {
+				return pid, true, nil
+			}
+			if time.Now().After(deadline) {
+				return 0, false, fmt.Errorf("the kubeboot daemon (%s) did not take its pid file within 30s; see `journalctl -u %s`", UnitName(fs), UnitName(fs))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 	if err := os.MkdirAll(fs.Path(LogDir), 0o755); err != nil {
 		return 0, false, err
@@ -311,6 +339,7 @@ func Start(fs fsys.FS, exe string) (pid int, started bool, err error) {
 	defer logf.Close()
 	cmd := exec.Command(exe, "--root", fs.Path("/"), "daemon", "run")
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = ComponentEnv(os.Environ())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return 0, false, fmt.Errorf("starting the kubeboot daemon: %w", err)
@@ -332,13 +361,20 @@ func Start(fs fsys.FS, exe string) (pid int, started bool, err error) {
 }
 
 // Stop stops the daemon of this root and waits until it and its
-// components are gone. progress, when set, is told every 5 s.
+// components are gone: through its unit where systemd runs it (a signal
+// would have systemd start it again). progress, when set, is told every
+// 5 s.
 func Stop(ctx context.Context, fs fsys.FS, timeout time.Duration, progress func(time.Duration)) error {
 	pid := Running(fs)
 	if pid == 0 {
 		return nil
 	}
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if runByUnit(fs) {
+		// --no-block: the wait below reports progress and keeps to timeout.
+		if err := systemctl("stop", "--no-block", UnitName(fs)); err != nil {
+			return fmt.Errorf("stopping the kubeboot daemon: %w", err)
+		}
+	} else if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("stopping the kubeboot daemon (pid %d): %w", pid, err)
 	}
 	start := time.Now()

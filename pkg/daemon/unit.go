@@ -3,13 +3,14 @@ package daemon
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"os/exec"
 	"path"
 	"strings"
 	"text/template"
 
+	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/host"
 )
 
 // UnitDir is the node path of systemd's unit directory for units an
@@ -33,6 +34,9 @@ After=network-online.target
 
 [Service]
 Type=simple
+# The node's slice: the kubelet's systemd driver puts the node's pods
+# beside this service in it (its cgroup root), and reset stops it.
+Slice={{.Slice}}
 ExecStart={{.Exe}} --root {{.Root}} daemon run
 Restart=always
 RestartSec=5
@@ -53,15 +57,27 @@ WantedBy=multi-user.target
 // Unit is the systemd unit that runs this root's node daemon from exe.
 func Unit(fs fsys.FS, exe string) []byte {
 	var b bytes.Buffer
-	_ = unitTemplate.Execute(&b, struct{ Exe, Root string }{exe, fs.Path("/")})
+	_ = unitTemplate.Execute(&b, struct{ Exe, Root, Slice string }{exe, fs.Path("/"), cpugroup.Slice(fs.Path("/"))})
 	return b.Bytes()
 }
 
-// SystemdRunning reports whether systemd is this machine's init (the test
-// sd_booted(3) makes).
-func SystemdRunning() bool {
-	st, err := os.Stat("/run/systemd/system")
-	return err == nil && st.IsDir()
+// SystemdRunning reports whether systemd is this machine's init.
+func SystemdRunning() bool { return host.Systemd() }
+
+// systemctl runs systemctl with args.
+func systemctl(args ...string) error {
+	out, err := exec.Command("systemctl", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("systemctl %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// runByUnit reports whether this root's daemon is started and stopped
+// through its systemd unit: where systemd is init and init or join wrote
+// the unit.
+func runByUnit(fs fsys.FS) bool {
+	return SystemdRunning() && fsys.Exists(fs, UnitPath(fs))
 }
 
 // InstallUnit writes the node daemon's unit under the root and, where
@@ -84,25 +100,52 @@ func InstallUnit(fs fsys.FS, exe string, logf func(string, ...any)) error {
 		logf("systemd is not this machine's init: after a reboot, start this node with `kubeboot%s daemon start`", rootFlag(fs))
 		return nil
 	}
-	out, err := exec.Command("systemctl", "enable", fs.Path(p)).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("systemctl enable %s: %v: %s", fs.Path(p), err, strings.TrimSpace(string(out)))
+	// enable also reloads systemd's units, so a rewritten file is read.
+	if err := systemctl("enable", fs.Path(p)); err != nil {
+		return err
 	}
-	logf("Enabled %s: systemd starts this node after a reboot", UnitName(fs))
+	logf("Enabled %s: systemd runs this node's daemon, also after a reboot", UnitName(fs))
 	return nil
 }
 
 // RemoveUnit disables the unit where systemd runs; the file goes with the
-// root's state.
+// root's state, and systemd forgets the unit at the next reload
+// (ReloadUnits).
 func RemoveUnit(fs fsys.FS, logf func(string, ...any)) {
-	if !fsys.Exists(fs, UnitPath(fs)) || !SystemdRunning() {
+	if !SystemdRunning() || !fsys.Exists(fs, UnitPath(fs)) {
 		return
 	}
-	if out, err := exec.Command("systemctl", "disable", UnitName(fs)).CombinedOutput(); err != nil {
-		logf("WARNING: systemctl disable %s: %v: %s", UnitName(fs), err, strings.TrimSpace(string(out)))
+	if err := systemctl("disable", UnitName(fs)); err != nil {
+		logf("WARNING: %v", err)
 		return
 	}
 	logf("Disabled %s", UnitName(fs))
+}
+
+// StopSlice stops the node's slice where systemd runs, once the daemon is
+// stopped: whatever the kubelet's systemd driver left in it (its pods'
+// slices) goes, and the slice with it.
+func StopSlice(fs fsys.FS, logf func(string, ...any)) {
+	if !SystemdRunning() {
+		return
+	}
+	slice := cpugroup.Slice(fs.Path("/"))
+	if err := systemctl("stop", slice); err != nil {
+		logf("WARNING: %v", err)
+		return
+	}
+	logf("Stopped %s", slice)
+}
+
+// ReloadUnits makes systemd forget the node's removed unit file.
+func ReloadUnits(fs fsys.FS, logf func(string, ...any)) {
+	if !SystemdRunning() {
+		return
+	}
+	if err := systemctl("daemon-reload"); err != nil {
+		logf("WARNING: %v", err)
+	}
+	_ = systemctl("reset-failed", UnitName(fs)) // forgotten already, unless it failed
 }
 
 func rootFlag(fs fsys.FS) string {

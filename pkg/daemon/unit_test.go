@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
 
@@ -15,7 +16,8 @@ func TestUnit(t *testing.T) {
 	root := t.TempDir()
 	fs := fsys.NewRoot(root)
 	u := string(Unit(fs, "/bin/true"))
-	if !strings.Contains(u, "ExecStart=/bin/true --root "+root+" daemon run") || !strings.Contains(u, "KillMode=process") {
+	if !strings.Contains(u, "ExecStart=/bin/true --root "+root+" daemon run") || !strings.Contains(u, "KillMode=process") ||
+		!strings.Contains(u, "\nSlice="+cpugroup.Slice(root)+"\n") || !strings.Contains(u, "Delegate=yes") {
 		t.Errorf("unit:\n%s", u)
 	}
 	if UnitName(fsys.NewRoot("/")) != "kubeboot.service" || !strings.HasPrefix(UnitName(fs), "kubeboot-") {

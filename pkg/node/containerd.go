@@ -13,11 +13,12 @@ import (
 // runs its containerd 2 with: its own root, state and sockets under the
 // root prefix (the shims' sockets sit in the state dir), the shim and the
 // CNI plugins from kubeboot's helpers, kubeboot's pause image as the
-// sandbox image, cgroupfs, and restrict_oom_score_adj (root here lacks
+// sandbox image, the kubelet's cgroup driver (systemdCgroup: runc creates
+// the containers' cgroups through systemd, as the kubelet its pods'), and restrict_oom_score_adj (root here lacks
 // CAP_SYS_RESOURCE, so runc could not apply the kubelet's negative OOM
 // scores). NRI is off: its socket would be /var/run/nri/nri.sock, shared
 // by every node of a machine, and nothing of kubeboot's uses it.
-func ContainerdConfigTOML(fs fsys.FS) string {
+func ContainerdConfigTOML(fs fsys.FS, systemdCgroup bool) string {
 	return fmt.Sprintf(`# Written by kubeboot. containerd runs under the kubeboot node daemon.
 version = 4
 root = %[1]q
@@ -75,7 +76,7 @@ disabled_plugins = [
       runtime_type = "io.containerd.runc.v2"
       runtime_path = %[10]q
       [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
-        SystemdCgroup = false
+        SystemdCgroup = %[13]t
         Root = %[9]q
   [plugins."io.containerd.cri.v1.runtime".cni]
     bin_dirs = [%[7]q]
@@ -90,7 +91,7 @@ disabled_plugins = [
   stream_server_port = "0"
 `, fs.Path(ContainerdRoot), fs.Path(ContainerdState), fs.Path(ContainerdSocket), fs.Path(ContainerdSocket)+".ttrpc",
 		fs.Path(ContainerdOpt), images.Pause, fs.Path(CNIBinDir), fs.Path(CNIConfDir), fs.Path(RuncRoot),
-		fs.Path(ShimPath), ShimSocketDir(fs), fs.Path(RegistryHostsDir))
+		fs.Path(ShimPath), ShimSocketDir(fs), fs.Path(RegistryHostsDir), systemdCgroup)
 }
 
 // maxShimSocketDir is containerd's limit on the shims' socket directory

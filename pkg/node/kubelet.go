@@ -15,12 +15,15 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/host"
 )
 
 // KubeletConfiguration is the cluster-wide kubelet configuration kubeboot
 // uploads to the kubelet-config ConfigMap, with node paths: the user's
 // KubeletConfiguration document, with kubeadm's defaults for the fields it
-// leaves empty, plus what this machine needs (cgroupfs, cgroup v1).
+// leaves empty, plus what this host needs: its cgroup driver (systemd's
+// where systemd is init, as kubeadm; cgroupfs elsewhere) and, on cgroup v1
+// only, failCgroupV1: false. A document that names either wins.
 func KubeletConfiguration(c *config.Config) *kubeletv1beta1.KubeletConfiguration {
 	k := &kubeletv1beta1.KubeletConfiguration{}
 	if c.Kubelet != nil {
@@ -28,9 +31,9 @@ func KubeletConfiguration(c *config.Config) *kubeletv1beta1.KubeletConfiguration
 	}
 	k.APIVersion, k.Kind = kubeletv1beta1.SchemeGroupVersion.String(), "KubeletConfiguration"
 	if k.CgroupDriver == "" {
-		k.CgroupDriver = "cgroupfs"
+		k.CgroupDriver = host.CgroupDriver()
 	}
-	if k.FailCgroupV1 == nil {
+	if k.FailCgroupV1 == nil && !host.CgroupV2() {
 		k.FailCgroupV1 = ptr.To(false)
 	}
 	if len(k.ClusterDNS) == 0 {

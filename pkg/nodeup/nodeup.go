@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/host"
 	"github.com/kubeboot/kubeboot/pkg/images"
 	"github.com/kubeboot/kubeboot/pkg/node"
 	"github.com/kubeboot/kubeboot/pkg/preflight"
@@ -54,8 +54,9 @@ type Node struct {
 	StartedDaemon bool
 	// imported receives the result of the image import; whatever creates
 	// pods waits for it.
-	imported chan error
-	hostDNS  *node.HostDNS
+	imported      chan error
+	hostDNS       *node.HostDNS
+	unitInstalled bool
 }
 
 // Logf writes one line of the command's output.
@@ -77,6 +78,17 @@ func (n *Node) WriteSpec(spec component.Spec, prefix string) error {
 	if n.FS.DryRun() {
 		n.Logf("[dryrun] Would run: %s %s", spec.Name, strings.Join(spec.Args, " "))
 		return nil
+	}
+	if !n.unitInstalled {
+		// Before the daemon first starts: where systemd is init, the unit
+		// is what runs it (and brings the node back after a reboot, as
+		// kubeadm's kubelet.service).
+		if err := daemon.InstallUnit(n.FS, n.Exe, func(format string, args ...any) {
+			n.Logf("[%s] %s", prefix, fmt.Sprintf(format, args...))
+		}); err != nil {
+			return err
+		}
+		n.unitInstalled = true
 	}
 	pid, started, err := daemon.Start(n.FS, n.Exe)
 	if err != nil {
@@ -111,9 +123,27 @@ func (n *Node) Checks() []preflight.Check {
 	checks := []preflight.Check{
 		preflight.Port(component.KubeletPort),
 		preflight.FileAvailable(n.FS, node.KubeletConfig),
-		preflight.FileExisting("/proc/sys/net/bridge/bridge-nf-call-iptables", "the br_netfilter kernel module is not loaded: run `modprobe br_netfilter`"),
 		preflight.FileExisting("/proc/sys/net/ipv4/ip_forward", "IPv4 forwarding is not available in this kernel"),
 	}
+	// kubeboot loads the modules and sets the sysctls itself (host.Prepare,
+	// in kubelet-start); these fail where it cannot.
+	for _, m := range host.Modules {
+		name := "KernelModule-" + m
+		if m == "br_netfilter" {
+			name = "FileExisting--proc-sys-net-bridge-bridge-nf-call-iptables" // kubeadm's name
+		}
+		checks = append(checks, preflight.Check{Name: name, Run: func() ([]string, error) { return nil, host.CheckModule(m) }})
+	}
+	for _, s := range host.Sysctls {
+		checks = append(checks, preflight.Check{Name: "FileContent-" + strings.ReplaceAll(host.SysctlPath(s), "/", "-"), Run: func() ([]string, error) { return nil, host.CheckSysctl(s) }})
+	}
+	checks = append(checks, preflight.Check{Name: "SystemVerification", Run: func() ([]string, error) {
+		if host.CgroupV2() {
+			return nil, nil
+		}
+		// As kubeadm warns: the kubelet runs on v1 only with failCgroupV1: false.
+		return []string{"cgroups v1 support is in maintenance mode and deprecated upstream, please migrate to cgroups v2 (this node's kubelet runs with failCgroupV1: false)"}, nil
+	}})
 	for _, name := range []string{component.Kubelet, component.Containerd, component.KubeProxy, component.NetAgent} {
 		checks = append(checks, preflight.FileAvailable(n.FS, component.SpecPath(name)))
 	}
@@ -143,21 +173,14 @@ func (n *Node) Checks() []preflight.Check {
 	return checks
 }
 
-// sysctls the node needs: routing between pods, and bridged traffic seen
-// by iptables (Services). They are per network namespace.
-var sysctls = []string{"/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/bridge/bridge-nf-call-iptables", "/proc/sys/net/bridge/bridge-nf-call-ip6tables"}
-
-// PrepareHost sets the sysctls and writes the per-pod helpers (the runc
-// shim, pause, the CNI plugins) under the root prefix.
+// PrepareHost loads the kernel modules and sets the sysctls the node needs
+// (package host) and writes the per-pod helpers (the runc shim, pause, the
+// CNI plugins) under the root prefix.
 func (n *Node) PrepareHost(prefix string) error {
-	for _, s := range sysctls {
-		if n.FS.DryRun() {
-			n.Logf("[dryrun] Would set %s to 1", s)
-			continue
-		}
-		if err := os.WriteFile(s, []byte("1"), 0o644); err != nil {
-			return fmt.Errorf("setting %s: %w", s, err)
-		}
+	if err := host.Prepare(n.FS, func(format string, args ...any) {
+		n.Logf("[%s] %s", prefix, fmt.Sprintf(format, args...))
+	}); err != nil {
+		return err
 	}
 	if !n.Renderer().ManagedContainerd() {
 		return nil
@@ -200,7 +223,7 @@ func (n *Node) StartRuntime(ctx context.Context, prefix string) error {
 			return err
 		}
 		n.Logf("[%s] Writing containerd configuration to file %q", prefix, n.FS.Path(node.ContainerdConfig))
-		if err := n.FS.WriteFile(node.ContainerdConfig, []byte(node.ContainerdConfigTOML(n.FS)), 0o644); err != nil {
+		if err := n.FS.WriteFile(node.ContainerdConfig, []byte(node.ContainerdConfigTOML(n.FS, node.KubeletConfiguration(n.Cfg).CgroupDriver == host.DriverSystemd)), 0o644); err != nil {
 			return err
 		}
 		spec := r.ContainerdSpec()
@@ -290,12 +313,6 @@ func (n *Node) StartKubelet(prefix string) error {
 	// 0600 where kubeadm writes 0644: only the kubelet (root) reads it,
 	// and CIS 4.1.9 asks for 600.
 	if err := n.FS.WriteFile(node.KubeletConfig, kc, 0o600); err != nil {
-		return err
-	}
-	// As kubeadm's kubelet.service: the node comes back after a reboot.
-	if err := daemon.InstallUnit(n.FS, n.Exe, func(format string, args ...any) {
-		n.Logf("[%s] %s", prefix, fmt.Sprintf(format, args...))
-	}); err != nil {
 		return err
 	}
 	spec := r.KubeletSpec()

@@ -1,12 +1,7 @@
 package e2e
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,52 +10,8 @@ import (
 
 	"github.com/kubeboot/kubeboot/pkg/images"
 	"github.com/kubeboot/kubeboot/test/nethost"
+	"github.com/kubeboot/kubeboot/test/testimage"
 )
-
-// oneFileLayer is an uncompressed layer whose only file is an executable.
-func oneFileLayer(name string, prog []byte) *bytes.Buffer {
-	var layer bytes.Buffer
-	lw := tar.NewWriter(&layer)
-	lw.WriteHeader(&tar.Header{Name: name, Mode: 0o755, Size: int64(len(prog)), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)})
-	lw.Write(prog)
-	lw.Close()
-	return &layer
-}
-
-// writeDockerSave writes, as `docker save` does, an archive of one image
-// named ref whose only file is the program at bin, run as /app.
-func writeDockerSave(t *testing.T, file, ref, bin string) {
-	t.Helper()
-	prog, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	layer := oneFileLayer("app", prog)
-	sum := sha256.Sum256(layer.Bytes())
-	diffID := "sha256:" + hex.EncodeToString(sum[:])
-	cfg, _ := json.Marshal(map[string]any{
-		"architecture": "amd64", "os": "linux",
-		"config": map[string]any{"Entrypoint": []string{"/app"}},
-		"rootfs": map[string]any{"type": "layers", "diff_ids": []string{diffID}},
-	})
-	cfgSum := sha256.Sum256(cfg)
-	cfgName := hex.EncodeToString(cfgSum[:]) + ".json"
-	layerName := hex.EncodeToString(sum[:]) + "/layer.tar"
-	manifest, _ := json.Marshal([]map[string]any{{"Config": cfgName, "RepoTags": []string{ref}, "Layers": []string{layerName}}})
-	var out bytes.Buffer
-	tw := tar.NewWriter(&out)
-	for _, f := range []struct {
-		name string
-		data []byte
-	}{{cfgName, cfg}, {layerName, layer.Bytes()}, {"manifest.json", manifest}} {
-		tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.data)), Typeflag: tar.TypeReg})
-		tw.Write(f.data)
-	}
-	tw.Close()
-	if err := os.WriteFile(file, out.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // runImage runs a pod of image (never pulled) and waits for it to run.
 func runImage(t *testing.T, h *nethost.Host, name, image string) {
@@ -77,7 +28,9 @@ func testForeignImages(t *testing.T, h *nethost.Host) {
 	dir := t.TempDir()
 	pause := filepath.Join(h.Root, "var/lib/kubeboot/helpers/current/pause")
 	docker := filepath.Join(dir, "docker-save.tar")
-	writeDockerSave(t, docker, "example.test/docker-save:v1", pause)
+	if err := testimage.WriteDockerSave(docker, "example.test/docker-save:v1", pause); err != nil {
+		t.Fatal(err)
+	}
 	oci := filepath.Join(dir, "oci.tar")
 	f, _ := os.Create(oci)
 	if err := images.WriteArchive(f, images.Files{"pause": pause}, []images.Image{{Name: "example.test/oci:v1", File: "pause", Entrypoint: []string{"/pause"}}}); err != nil {

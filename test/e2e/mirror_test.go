@@ -21,6 +21,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/kubeboot/kubeboot/test/nethost"
+	"github.com/kubeboot/kubeboot/test/testimage"
 )
 
 // TestRegistryMirror: a node made with --registry-mirror pulls an image
@@ -60,7 +61,7 @@ func TestRegistryMirror(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	layer := oneFileLayer("pause", prog)
+	layer := testimage.OneFileLayer("pause", prog)
 	l, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(layer.Bytes())), nil })
 	if err != nil {
 		t.Fatal(err)

@@ -185,6 +185,12 @@ func (d *Data) discover(ctx context.Context) error {
 		boot = renameCluster(boot, name)
 	}
 	d.Cfg.Cluster, d.Cfg.Kubelet, d.Cfg.KubeProxy = fetched.Cluster, fetched.Kubelet, fetched.KubeProxy
+	if k := d.Cfg.Kubelet; k != nil {
+		// The cgroup driver and cgroup v1 are the joining host's, not the
+		// init host's: a systemd host joins a cluster made on one without
+		// (node.KubeletConfiguration decides for this host).
+		k.CgroupDriver, k.FailCgroupV1 = "", nil
+	}
 	if cp := d.Join.ControlPlane; cp != nil {
 		// The shared certificates are read (and the key checked) before
 		// anything is written: a wrong or expired key leaves nothing.

@@ -33,6 +33,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/hardening"
+	"github.com/kubeboot/kubeboot/pkg/host"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/netagent"
 	"github.com/kubeboot/kubeboot/pkg/node"
@@ -138,6 +139,9 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	cleanup.KillProcesses(fs.Path(node.ContainerdState), d.Out)
 	group := cpugroup.Name(fs.Path("/"))
 	cleanup.KillCgroup(path.Join(group, "kubepods"), d.Out)
+	// Under systemd the node's pods are in its slice, where the kubelet's
+	// systemd driver put them: stopping it ends what is left there.
+	daemon.StopSlice(fs, func(format string, args ...any) { d.logf("[reset] "+format, args...) })
 	// Only under kubeboot's own directories: with --root / an unmount under
 	// the root would take the host's mounts.
 	d.logf("[reset] Unmounting mounted directories in %q", fs.Path(node.KubeletDir))
@@ -151,6 +155,10 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 		fmt.Fprintf(d.Err, "[reset] %v\n", err)
 	}
 	cleanup.RemoveCgroups(group, d.Out)
+	// The kernel modules, sysctls and their files that init or join
+	// changed on this machine, after the bridge that holds br_netfilter's
+	// bridge module went.
+	host.Undo(fs, func(format string, args ...any) { d.logf("[reset] "+format, args...) })
 	if fs.Path("/") == "/" && len(cleanup.OtherNodeProcesses()) > 0 {
 		paths = keepShared(paths)
 	}
@@ -165,6 +173,7 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	if err := shared.Remove(); err != nil {
 		return err
 	}
+	daemon.ReloadUnits(fs, func(format string, args ...any) { d.logf("[reset] "+format, args...) })
 	if len(removed) == 0 {
 		d.logf("[reset] Nothing to remove under %s", fs.Path("/"))
 	}

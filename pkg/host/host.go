@@ -1,0 +1,62 @@
+// Package host knows what kind of machine a node runs on — whether systemd
+// is its init, and which cgroup hierarchy it has — and changes the little
+// of it that Kubernetes needs changed, as k3s and k0s do rather than
+// leaving it to the operator as kubeadm does: the kernel modules
+// br_netfilter and overlay, and the sysctls for forwarded and bridged
+// traffic.
+//
+// On a machine's own node (root "/") each change is persisted for the next
+// boot in files named for kubeboot (/etc/modules-load.d/kubeboot.conf,
+// /etc/sysctl.d/90-kubeboot.conf) and recorded with what was there before,
+// so that reset undoes exactly what this node changed and nothing else. A
+// node under another root (several nodes on one machine, in tests) shares
+// the machine's kernel with the others: its changes are made in the
+// running kernel only (the sysctls are its network namespace's), nothing is
+// persisted, and reset leaves the kernel as it is.
+package host
+
+import (
+	"os"
+	"path/filepath"
+)
+
+// Where the machine is looked at; variables so that tests can point them
+// at a directory of their own.
+var (
+	// SystemdDir exists when systemd is this machine's init (the test
+	// sd_booted(3) makes).
+	SystemdDir = "/run/systemd/system"
+	// CgroupRoot is where the cgroup filesystem is mounted.
+	CgroupRoot = "/sys/fs/cgroup"
+)
+
+// Cgroup drivers, as the kubelet names them.
+const (
+	DriverSystemd  = "systemd"
+	DriverCgroupfs = "cgroupfs"
+)
+
+// Systemd reports whether systemd is this machine's init.
+func Systemd() bool {
+	st, err := os.Stat(SystemdDir)
+	return err == nil && st.IsDir()
+}
+
+// CgroupV2 reports whether the machine has the unified cgroup v2 hierarchy
+// only. A hybrid machine (v1 hierarchies, with an empty cgroup2 mount
+// beside them) is v1 for Kubernetes.
+func CgroupV2() bool {
+	_, err := os.Stat(filepath.Join(CgroupRoot, "cgroup.controllers"))
+	return err == nil
+}
+
+// CgroupDriver is the cgroup driver a node on this machine uses, as
+// kubeadm chooses it: systemd's wherever systemd is init (two cgroup
+// managers on one host disagree under resource pressure), cgroupfs
+// elsewhere.
+func CgroupDriver() string {
+	if Systemd() {
+		return DriverSystemd
+	}
+	return DriverCgroupfs
+}

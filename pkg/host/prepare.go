@@ -1,0 +1,331 @@
+package host
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+)
+
+// Modules are the kernel modules a node needs: br_netfilter, so that
+// iptables sees bridged pod traffic (Services between pods of one node),
+// and overlay, containerd's snapshotter.
+var Modules = []string{"br_netfilter", "overlay"}
+
+// Sysctls are the sysctls a node needs set to 1: routing between pods and
+// nodes, and bridged traffic through iptables. They are per network
+// namespace.
+var Sysctls = []string{"net.ipv4.ip_forward", "net.bridge.bridge-nf-call-iptables", "net.bridge.bridge-nf-call-ip6tables"}
+
+// Node paths of what kubeboot writes on a machine's own node.
+const (
+	ModulesLoadFile = "/etc/modules-load.d/kubeboot.conf"
+	SysctlFile      = "/etc/sysctl.d/90-kubeboot.conf"
+	// RecordFile is what this node changed on the machine, read by reset.
+	RecordFile = "/var/lib/kubeboot/host.json"
+)
+
+// Where the running kernel is looked at and changed; variables for tests.
+var (
+	// MachineRoot is the root prefix of a machine's own node, whose
+	// changes are persisted and recorded.
+	MachineRoot = "/"
+	ModuleDir   = "/sys/module"
+	ProcSys     = "/proc/sys"
+	// Filesystems lists the filesystems the kernel knows.
+	Filesystems = "/proc/filesystems"
+	// Modprobe and Rmmod load and unload a kernel module.
+	Modprobe = func(args ...string) error { return run("modprobe", args...) }
+	Rmmod    = func(name string) error { return run("rmmod", name) }
+)
+
+func run(name string, args ...string) error {
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %v: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// loadedModules lists the loaded modules.
+func loadedModules() map[string]bool {
+	entries, _ := os.ReadDir(ModuleDir)
+	out := map[string]bool{}
+	for _, e := range entries {
+		out[e.Name()] = true
+	}
+	return out
+}
+
+// Record is what a node changed on its machine: what reset undoes.
+type Record struct {
+	// Modules are the modules kubeboot loaded, with those they depend on
+	// that were not loaded either, in the order they came.
+	Modules []string `json:"modules,omitempty"`
+	// Sysctls are the sysctls kubeboot changed, with their values before.
+	Sysctls map[string]string `json:"sysctls,omitempty"`
+	// Files are the files kubeboot wrote to persist the changes.
+	Files []string `json:"files,omitempty"`
+}
+
+// ModuleLoaded reports whether a kernel module is loaded, or built into
+// the kernel: a built-in module without parameters has no /sys/module
+// entry, so br_netfilter is also found by its sysctls and overlay in the
+// filesystems the kernel knows.
+func ModuleLoaded(name string) bool {
+	if _, err := os.Stat(filepath.Join(ModuleDir, name)); err == nil {
+		return true
+	}
+	switch name {
+	case "br_netfilter":
+		_, err := os.Stat(SysctlPath("net.bridge.bridge-nf-call-iptables"))
+		return err == nil
+	case "overlay":
+		b, _ := os.ReadFile(Filesystems)
+		return regexp.MustCompile(`(?m)\soverlay$`).Match(b)
+	}
+	return false
+}
+
+// SysctlPath is the /proc/sys file of a sysctl.
+func SysctlPath(name string) string {
+	return filepath.Join(ProcSys, strings.ReplaceAll(name, ".", "/"))
+}
+
+// readSysctl reads a sysctl's value.
+func readSysctl(name string) (string, error) {
+	b, err := os.ReadFile(SysctlPath(name))
+	return strings.TrimSpace(string(b)), err
+}
+
+// Prepare loads the modules and sets the sysctls a node needs where they
+// are not in place, with one line per change. On a machine's own node
+// (fs's root is "/") it persists them for the next boot and records what
+// it changed for reset (Undo).
+func Prepare(fs fsys.FS, logf func(string, ...any)) error {
+	own := fs.Path("/") == MachineRoot
+	rec := Record{}
+	if own {
+		// A second init after a failed one keeps the first one's values
+		// from before.
+		_ = readRecord(fs, &rec)
+	}
+	for _, m := range Modules {
+		if ModuleLoaded(m) {
+			continue
+		}
+		if fs.DryRun() {
+			logf("[dryrun] Would load the kernel module %s", m)
+			continue
+		}
+		before := loadedModules()
+		if err := Modprobe(m); err != nil {
+			return fmt.Errorf("loading the kernel module %s: %w", m, err)
+		}
+		var deps []string
+		for name := range loadedModules() {
+			if !before[name] && name != m {
+				deps = append(deps, name)
+			}
+		}
+		slices.Sort(deps)
+		if len(deps) > 0 {
+			logf("Loaded the kernel module %s (and %s, which it needs)", m, strings.Join(deps, ", "))
+		} else {
+			logf("Loaded the kernel module %s", m)
+		}
+		for _, d := range append(deps, m) {
+			if !slices.Contains(rec.Modules, d) {
+				rec.Modules = append(rec.Modules, d)
+			}
+		}
+	}
+	for _, s := range Sysctls {
+		old, err := readSysctl(s)
+		if err != nil {
+			return fmt.Errorf("reading sysctl %s: %w", s, err)
+		}
+		if old == "1" {
+			continue
+		}
+		if fs.DryRun() {
+			logf("[dryrun] Would set %s = 1 (it is %s)", s, old)
+			continue
+		}
+		if err := os.WriteFile(SysctlPath(s), []byte("1"), 0o644); err != nil {
+			return fmt.Errorf("setting sysctl %s: %w", s, err)
+		}
+		logf("Set %s = 1 (it was %s)", s, old)
+		if rec.Sysctls == nil {
+			rec.Sysctls = map[string]string{}
+		}
+		if _, ok := rec.Sysctls[s]; !ok {
+			rec.Sysctls[s] = old
+		}
+	}
+	if !own {
+		return nil
+	}
+	persist := []struct {
+		file, content string
+	}{
+		{ModulesLoadFile, "# Written by kubeboot init/join: the kernel modules a Kubernetes node needs.\n# kubeboot reset removes this file.\n" + strings.Join(Modules, "\n") + "\n"},
+		{SysctlFile, "# Written by kubeboot init/join: the sysctls a Kubernetes node needs.\n# kubeboot reset removes this file.\n" + sysctlLines()},
+	}
+	for _, p := range persist {
+		if b, err := os.ReadFile(fs.Path(p.file)); err == nil && string(b) == p.content {
+			continue
+		}
+		if fs.DryRun() {
+			logf("[dryrun] Would write %q", p.file)
+			continue
+		}
+		if err := fs.MkdirAll(filepath.Dir(p.file), 0o755); err != nil {
+			return err
+		}
+		if err := fs.WriteFile(p.file, []byte(p.content), 0o644); err != nil {
+			return err
+		}
+		logf("Wrote %q: the same after a reboot", fs.Path(p.file))
+		if !slices.Contains(rec.Files, p.file) {
+			rec.Files = append(rec.Files, p.file)
+		}
+	}
+	if fs.DryRun() {
+		return nil
+	}
+	b, _ := json.MarshalIndent(rec, "", "  ")
+	if err := fs.MkdirAll(filepath.Dir(RecordFile), 0o755); err != nil {
+		return err
+	}
+	return fs.WriteFile(RecordFile, b, 0o600)
+}
+
+func sysctlLines() string {
+	var b strings.Builder
+	for _, s := range Sysctls {
+		b.WriteString(s + " = 1\n")
+	}
+	return b.String()
+}
+
+func readRecord(fs fsys.FS, rec *Record) error {
+	b, err := os.ReadFile(fs.Path(RecordFile))
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, rec)
+}
+
+// Undo reverts what Prepare changed on this node's machine, as its record
+// says: it removes the files kubeboot wrote, sets the sysctls it changed
+// back and unloads the modules it loaded (a module something else uses
+// stays, with a warning). Without a record it does nothing.
+func Undo(fs fsys.FS, logf func(string, ...any)) {
+	var rec Record
+	if err := readRecord(fs, &rec); err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			logf("WARNING: reading %s: %v: the machine's kernel modules and sysctls are left as they are", fs.Path(RecordFile), err)
+		}
+		return
+	}
+	for _, f := range rec.Files {
+		if fs.DryRun() {
+			logf("[dryrun] Would remove %q", fs.Path(f))
+			continue
+		}
+		if err := os.Remove(fs.Path(f)); err == nil {
+			logf("Removed %q", fs.Path(f))
+		} else if !errors.Is(err, os.ErrNotExist) {
+			logf("WARNING: removing %q: %v", fs.Path(f), err)
+		}
+	}
+	names := make([]string, 0, len(rec.Sysctls))
+	for s := range rec.Sysctls {
+		names = append(names, s)
+	}
+	slices.Sort(names)
+	for _, s := range names {
+		old := rec.Sysctls[s]
+		if fs.DryRun() {
+			logf("[dryrun] Would set %s back to %s", s, old)
+			continue
+		}
+		if err := os.WriteFile(SysctlPath(s), []byte(old), 0o644); err != nil {
+			logf("WARNING: setting %s back to %s: %v", s, old, err)
+			continue
+		}
+		logf("Set %s back to %s", s, old)
+	}
+	// One by one, with rmmod: `modprobe -r` would also take a dependency
+	// that was loaded before kubeboot came. A module that others still
+	// hold (bridge, while br_netfilter is loaded) goes in a later round.
+	left := slices.Clone(rec.Modules)
+	var errs map[string]error
+	for round := 0; round <= len(rec.Modules) && len(left) > 0; round++ {
+		errs = map[string]error{}
+		var next []string
+		for i := len(left) - 1; i >= 0; i-- {
+			m := left[i]
+			if !ModuleLoaded(m) {
+				continue
+			}
+			if fs.DryRun() {
+				logf("[dryrun] Would unload the kernel module %s", m)
+				continue
+			}
+			if err := Rmmod(m); err != nil {
+				errs[m] = err
+				next = append([]string{m}, next...)
+				continue
+			}
+			logf("Unloaded the kernel module %s", m)
+		}
+		if len(next) == len(left) {
+			break
+		}
+		left = next
+	}
+	for _, m := range left {
+		if err := errs[m]; err != nil {
+			logf("WARNING: the kernel module %s stays loaded (something else uses it): %v", m, err)
+		}
+	}
+}
+
+// CheckModule fails when a module is neither loaded nor loadable: what
+// Prepare cannot fix.
+func CheckModule(name string) error {
+	if ModuleLoaded(name) {
+		return nil
+	}
+	if err := Modprobe("--dry-run", name); err != nil {
+		return fmt.Errorf("the kernel module %s is not loaded and this kernel has none to load (%v): install the kernel's modules package", name, err)
+	}
+	return nil
+}
+
+// CheckSysctl fails when a sysctl is not 1 and cannot be set: what Prepare
+// cannot fix. A sysctl that a module brings (the bridge's) is checked with
+// that module.
+func CheckSysctl(name string) error {
+	v, err := readSysctl(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil || v == "1" {
+		return err
+	}
+	f, err := os.OpenFile(SysctlPath(name), os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("%s is %s and cannot be set to 1 here (%v): set it on the host", name, v, err)
+	}
+	return f.Close()
+}

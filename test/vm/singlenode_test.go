@@ -1,0 +1,163 @@
+package vm
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kubeboot/kubeboot/test/testimage"
+)
+
+// webApp is an operator's own image (imported from a docker archive,
+// never pulled) served through a Service, and a client pod to look from.
+const webApp = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: example.test/web:v1
+        imagePullPolicy: Never
+        args: ["--port", "8080"]
+        readinessProbe:
+          httpGet: {path: /readyz, port: 8080}
+          periodSeconds: 2
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: client, namespace: default}
+spec:
+  containers:
+  - name: client
+    image: example.test/web:v1
+    imagePullPolicy: Never
+    args: ["--port", "9090"]
+`
+
+// serves checks, on the VM, that the web Service answers from the host
+// and from a pod by name, that the pod resolves cluster names, and that
+// logs and exec work.
+const serves = kubectl + waitFor + `
+waitFor 300 "web and client Ready" k wait --for=condition=Ready pod -l app=web --timeout=1s
+waitFor 120 "client Ready" k wait --for=condition=Ready pod/client --timeout=1s
+ip=$(k get svc web -o jsonpath='{.spec.clusterIP}')
+waitFor 60 "Service answers the host" curl -fsS --max-time 3 "http://$ip/"
+waitFor 60 "DNS from a pod" k exec client -- /app --resolve kubernetes.default.svc.cluster.local
+waitFor 60 "Service by name from a pod" k exec client -- /app --get http://web.default.svc.cluster.local/
+pod=$(k get pod -l app=web -o jsonpath='{.items[0].metadata.name}')
+k logs "$pod" >/dev/null && echo "logs: ok"
+`
+
+// TestSingleNode is the README's single-node cluster on a stock Debian 12
+// host, with default flags and root "/": kubeboot runs as its systemd
+// unit, pods sit under the node's slice with the systemd cgroup driver, a
+// foreign image serves through a Service, the node comes back by itself
+// after a reboot, and reset leaves the machine as it found it.
+func TestSingleNode(t *testing.T) {
+	script, binary := require(t)
+	start := time.Now()
+	v := boot(t, script, "kbsingle", "10.231.0.21")
+	v.Push(binary, "/usr/local/bin/kubeboot")
+	before := v.MustRun(2*time.Minute, snapshot)
+
+	out := v.MustRun(20*time.Minute, kubectl+waitFor+`
+kubeboot init --single-node > /root/init.log 2>&1 || { tail -40 /root/init.log; exit 1; }
+echo "init returned: $(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s"
+waitFor 600 "node Ready" k wait --for=condition=Ready node --all --timeout=1s
+waitFor 600 "CoreDNS Ready" k -n kube-system wait --for=condition=Ready pod -l k8s-app=kube-dns --timeout=1s
+grep -E '^\[(kubelet-start|preflight)\].*(kernel module|net\.|Wrote|Enabled)' /root/init.log || true
+echo "unit: $(systemctl is-active kubeboot.service) $(systemctl is-enabled kubeboot.service)"
+echo "daemon cgroup: $(cut -d: -f3 /proc/$(cat /run/kubeboot/daemon.pid)/cgroup)"
+echo "kubelet cgroup: $(cut -d: -f3 /proc/$(pgrep -x kubelet)/cgroup)"
+echo "kubelet driver: $(grep cgroupDriver /var/lib/kubelet/config.yaml)"
+echo "containerd: $(grep SystemdCgroup /etc/kubernetes/kubeboot/containerd.toml)"
+echo "pods slice: $(ls -d /sys/fs/cgroup/kubeboot.slice/kubeboot-kubepods.slice 2>&1)"
+echo "coredns cgroup: $(cut -d: -f3 /proc/$(pgrep -x coredns | head -1)/cgroup)"
+grep -q failCgroupV1 /var/lib/kubelet/config.yaml && echo "failCgroupV1 set" || echo "failCgroupV1 at the kubelet's default"
+`)
+	t.Logf("init on %s:\n%s", v.Name, out)
+	for _, want := range []string{
+		"unit: active enabled",
+		"daemon cgroup: /kubeboot.slice/kubeboot.service",
+		"kubelet cgroup: /kubeboot.slice/kubeboot.service",
+		"kubelet driver: cgroupDriver: systemd",
+		"SystemdCgroup = true",
+		"pods slice: /sys/fs/cgroup/kubeboot.slice/kubeboot-kubepods.slice",
+		"coredns cgroup: /kubeboot.slice/kubeboot-kubepods.slice/",
+		"failCgroupV1 at the kubelet's default",
+		"Loaded the kernel module br_netfilter",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("after init: no %q", want)
+		}
+	}
+
+	// An operator's image, carried as a docker archive: the test server's
+	// program, from the node's helpers.
+	dir := t.TempDir()
+	prog := filepath.Join(dir, "test-server")
+	if o, err := harness(t, script, 5*time.Minute, "", "cp", v.Name+":/var/lib/kubeboot/helpers/current/test-server", prog); err != nil {
+		t.Fatalf("copying the test server out: %v\n%s", err, o)
+	}
+	archive := filepath.Join(dir, "web.tar")
+	if err := testimage.WriteDockerSave(archive, "example.test/web:v1", prog); err != nil {
+		t.Fatal(err)
+	}
+	v.Push(archive, "/root/web.tar")
+	out = v.MustRun(10*time.Minute, kubectl+`
+kubeboot images import /root/web.tar
+cat > /root/web.yaml <<'YAML'
+`+webApp+`YAML
+k apply -f /root/web.yaml
+`+serves+`
+echo "uids: $(k get pod -l app=web -o jsonpath='{.items[*].metadata.uid}')"
+`)
+	t.Logf("workload:\n%s", out)
+	uids := regexp.MustCompile(`uids: (.*)`).FindStringSubmatch(out)
+
+	// A reboot: nothing typed, the node comes back serving the same pods.
+	down := v.Reboot()
+	out = v.MustRun(20*time.Minute, kubectl+waitFor+`
+waitFor 900 "node Ready after boot" k wait --for=condition=Ready node --all --timeout=1s
+`+serves+`
+echo "uids: $(k get pod -l app=web -o jsonpath='{.items[*].metadata.uid}')"
+echo "modules: $(lsmod | awk '$1=="br_netfilter"{print $1}')"
+`)
+	t.Logf("after a reboot (down and up %s):\n%s", down.Round(time.Second), out)
+	again := regexp.MustCompile(`uids: (.*)`).FindStringSubmatch(out)
+	if uids == nil || again == nil || uids[1] != again[1] {
+		t.Errorf("the web pods after the reboot are not those from before: %v, then %v", uids, again)
+	}
+
+	// reset leaves nothing of kubeboot's.
+	out = v.MustRun(10*time.Minute, `
+kubeboot reset --force > /root/reset.log 2>&1 || { tail -30 /root/reset.log; exit 1; }
+grep -E 'Unloaded|back to|Removed "/etc/(modules|sysctl)|Stopped|Disabled' /root/reset.log || true
+rm -f /root/reset.log /root/init.log /root/web.tar /root/web.yaml
+`)
+	t.Logf("reset:\n%s", out)
+	after := v.MustRun(2*time.Minute, snapshot)
+	added, gone := diffLines(before, after)
+	if len(added) > 0 {
+		t.Errorf("reset left %d things that were not there before init:\n%s", len(added), strings.Join(added, "\n"))
+	}
+	if len(gone) > 0 {
+		t.Logf("gone since before init (%d): %s", len(gone), strings.Join(gone, "; "))
+	}
+	fmt.Printf("vm single node: total %s\n", time.Since(start).Round(time.Second))
+}
