@@ -142,6 +142,12 @@ func Running(fs fsys.FS) int {
 // re-reads it every 2 s. inProcess names the components it runs as
 // goroutines of its own rather than as processes (the network agent).
 func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer, inProcess map[string]supervisor.InProcessFunc) error {
+	// Before the pid file names this process: a command that finds it
+	// there signals it at once, and SIGHUP's default is to end it (under
+	// systemd, with a clean exit: the unit stopped and started again).
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	pidf, err := lock(fs)
 	if err != nil {
 		return err
@@ -258,9 +264,6 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer, inProcess 
 		cpu.specs(specs)
 		sup.Apply(specs)
 	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	logf("kubeboot daemon started (pid %d, root %s)", os.Getpid(), fs.Path("/"))
 	verifyHelpers(fs, logf)
 	reload()
