@@ -143,7 +143,7 @@ generated. With --print-join-command the whole join command is printed.`,
 				fmt.Fprintln(s.Out, tok.String())
 				return nil
 			}
-			fmt.Fprintln(s.Out, discovery.JoinCommand(endpoint, tok.String(), hash, certificateKey != "", certificateKey))
+			fmt.Fprintln(s.Out, discovery.JoinCommandLine(endpoint, tok.String(), hash, certificateKey != "", certificateKey))
 			return nil
 		},
 	}

@@ -171,3 +171,24 @@ func TestTokenDiscoveryUnreachable(t *testing.T) {
 		t.Fatalf("got %v, want an error naming the address tried", err)
 	}
 }
+
+// The printed join command is one line that a shell splits into join's
+// arguments, as kubeadm's; init's own output keeps the multi-line form.
+func TestJoinCommandLine(t *testing.T) {
+	for _, c := range []struct {
+		cp   bool
+		key  string
+		want string
+	}{
+		{false, "", "kubeboot join 10.0.0.1:6443 --token abcdef.0123456789abcdef --discovery-token-ca-cert-hash sha256:ab12"},
+		{true, "k3y", "kubeboot join 10.0.0.1:6443 --token abcdef.0123456789abcdef --discovery-token-ca-cert-hash sha256:ab12 --control-plane --certificate-key k3y"},
+	} {
+		got := JoinCommandLine("10.0.0.1:6443", "abcdef.0123456789abcdef", "sha256:ab12", c.cp, c.key)
+		if got != c.want {
+			t.Errorf("JoinCommandLine = %q, want %q", got, c.want)
+		}
+		if multi := JoinCommand("10.0.0.1:6443", "abcdef.0123456789abcdef", "sha256:ab12", c.cp, c.key); !strings.Contains(multi, "\\\n\t") {
+			t.Errorf("init's form lost its continuations: %q", multi)
+		}
+	}
+}

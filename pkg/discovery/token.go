@@ -36,7 +36,17 @@ func DeleteToken(ctx context.Context, c kubernetes.Interface, tokenOrID string) 
 	return id, err
 }
 
-// JoinCommand is the command a node runs to join.
+// JoinCommandLine is the join command on one line, as kubeadm's `token
+// create --print-join-command` prints it (its continuations and tabs
+// removed), so that `ssh worker "$(kubeboot token create
+// --print-join-command)"` and `JOIN=$(...); $JOIN` run it.
+func JoinCommandLine(endpoint, token, caHash string, controlPlane bool, certificateKey string) string {
+	cmd := JoinCommand(endpoint, token, caHash, controlPlane, certificateKey)
+	return strings.ReplaceAll(strings.ReplaceAll(cmd, "\\\n", ""), "\t", "")
+}
+
+// JoinCommand is the command a node runs to join, in init's multi-line
+// form.
 func JoinCommand(endpoint, token, caHash string, controlPlane bool, certificateKey string) string {
 	cmd := fmt.Sprintf("kubeboot join %s --token %s \\\n\t--discovery-token-ca-cert-hash %s", endpoint, token, caHash)
 	if controlPlane {

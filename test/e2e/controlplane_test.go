@@ -232,6 +232,10 @@ func TestControlPlane(t *testing.T) {
 		if !strings.Contains(out, "kubeboot join 10.201.0.2:6443 --token ") || !strings.Contains(out, "--discovery-token-ca-cert-hash sha256:") {
 			t.Fatalf("token create: %s", out)
 		}
+		// One line, as kubeadm's: `ssh worker "$(... --print-join-command)"`.
+		if line := strings.TrimSpace(out); strings.ContainsAny(line, "\\\n\t") {
+			t.Errorf("token create --print-join-command is not one line: %q", out)
+		}
 		newTok := strings.Fields(out)[4]
 		if list := kb(t, h, "token", "list"); !strings.Contains(list, newTok) || !strings.Contains(list, token) {
 			t.Fatalf("token list lacks the tokens:\n%s", list)
