@@ -4,12 +4,14 @@ package addons
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -116,7 +118,21 @@ func EnsureCoreDNS(ctx context.Context, c kubernetes.Interface, o DNSOptions) er
 			},
 		},
 	}
-	return apiclient.CreateOrUpdate(ctx, c.CoreV1().Services(ns).Create, c.CoreV1().Services(ns).Update, svc)
+	// As kubeadm's createDNSService: a Service that exists answers a create
+	// with Invalid ("provided IP is already allocated": the cluster IP is
+	// allocated before the name is checked), not AlreadyExists, so it is
+	// read and updated (a restored cluster has it already).
+	_, err := c.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) && !apierrors.IsInvalid(err) {
+		return err
+	}
+	old, getErr := c.CoreV1().Services(ns).Get(ctx, svc.Name, metav1.GetOptions{})
+	if getErr != nil {
+		return errors.Join(err, getErr)
+	}
+	svc.ResourceVersion = old.ResourceVersion
+	_, err = c.CoreV1().Services(ns).Update(ctx, svc, metav1.UpdateOptions{})
+	return err
 }
 
 // CoreDNSDeployment is kubeadm's CoreDNS Deployment with kubeboot's image

@@ -56,9 +56,9 @@ const serves = kubectl + waitFor + `
 waitFor 300 "web and client Ready" k wait --for=condition=Ready pod -l app=web --timeout=1s
 waitFor 120 "client Ready" k wait --for=condition=Ready pod/client --timeout=1s
 ip=$(k get svc web -o jsonpath='{.spec.clusterIP}')
-waitFor 60 "Service answers the host" curl -fsS --max-time 3 "http://$ip/"
-waitFor 60 "DNS from a pod" k exec client -- /app --resolve kubernetes.default.svc.cluster.local
-waitFor 60 "Service by name from a pod" k exec client -- /app --get http://web.default.svc.cluster.local/
+waitFor 300 "Service answers the host" curl -fsS --max-time 3 "http://$ip/"
+waitFor 180 "DNS from a pod" k exec client -- /app --resolve kubernetes.default.svc.cluster.local
+waitFor 120 "Service by name from a pod" k exec client -- /app --get http://web.default.svc.cluster.local/
 pod=$(k get pod -l app=web -o jsonpath='{.items[0].metadata.name}')
 k logs "$pod" >/dev/null && echo "logs: ok"
 `

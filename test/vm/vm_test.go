@@ -98,6 +98,10 @@ func boot(t *testing.T, script, name, ip string) *VM {
 	t.Cleanup(func() {
 		if t.Failed() {
 			v.dump()
+			if os.Getenv("KUBEBOOT_VM_KEEP") != "" {
+				t.Logf("KUBEBOOT_VM_KEEP: %s stays up for a look (vm.sh ssh %s); vm.sh destroy %s removes it", name, name, name)
+				return
+			}
 		}
 		if out, err := harness(t, script, 3*time.Minute, "", "destroy", name); err != nil {
 			t.Logf("vm.sh destroy %s: %v\n%s", name, err, out)
