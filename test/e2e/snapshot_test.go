@@ -11,7 +11,8 @@ import (
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 
-// TestSnapshotRestore saves etcd with the cluster's keys on one node, by
+// TestSnapshotRestore saves etcd with the cluster's keys on one node (made
+// with default flags: CoreDNS and kube-proxy present, as a user has them), by
 // hand and on the daemon's schedule (every 10 s, keeping 2), resets it,
 // and brings the cluster back on a fresh node from a scheduled file: 500
 // objects made before are all there, the node is Ready, and the old
@@ -24,7 +25,7 @@ func TestSnapshotRestore(t *testing.T) {
 	network := newNetwork(t, "kbr-net")
 	a := newHostWith(t, "kbr-a", "10.216.0.2", nethost.Options{Network: network})
 	b := newHostWith(t, "kbr-b", "10.216.0.3", nethost.Options{Network: network})
-	kb(t, a, "init", "--node-name", "a", "--single-node", "--skip-phases", "addon/coredns", "--etcd-snapshot-interval", "10s", "--etcd-snapshot-keep", "2")
+	kb(t, a, "init", "--node-name", "a", "--single-node", "--etcd-snapshot-interval", "10s", "--etcd-snapshot-keep", "2")
 
 	// 500 ConfigMaps in one request list.
 	var list strings.Builder

@@ -175,18 +175,22 @@ waitFor() { local limit=$1 what=$2; shift 2; local end=$(( $(date +%s) + limit )
 `
 
 // snapshot lists what a node could leave behind on a VM: files (outside
-// what the system itself keeps changing), cgroups, units, links, iptables
-// chains, loaded modules and processes.
+// what the system itself keeps changing, and the operator's own kubectl
+// cache), cgroups (but the login sessions'), units, links, iptables chains
+// of its own (the built-in chains of the tables iptables-nft registers on
+// first use stay, as under kubeadm), the modules kubeboot loads itself
+// (those the kernel loads on demand for iptables and veth stay), sysctls
+// and processes.
 const snapshot = `
 find / /run /etc /var -xdev \( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path /var/tmp \
   -o -path /var/log/journal -o -path /var/cache -o -path /var/lib/systemd -o -path /run/systemd \
   -o -path /run/user -o -path /run/log -o -path /run/udev -o -path /root/.ssh -o -path /var/lib/dhcp \
-  -o -path /run/sshd -o -path /run/dbus \) -prune -o -print 2>/dev/null | sed 's/^/file /' | sort -u
-find /sys/fs/cgroup -mindepth 1 -type d | sed 's/^/cgroup /' | sort
+  -o -path /run/sshd -o -path /run/dbus -o -path /root/.kube \) -prune -o -print 2>/dev/null | sed 's/^/file /' | sort -u
+find /sys/fs/cgroup -mindepth 1 -type d -not -path '/sys/fs/cgroup/user.slice/*' | sed 's/^/cgroup /' | sort
 systemctl list-units --all --no-legend --plain 'kube*' | awk '{print "unit " $1}'
 ip -o link | awk -F': ' '{print "link " $2}' | sed 's/@.*//'
-iptables-save | grep '^:' | awk '{print "iptables " $1}'
-lsmod | awk 'NR>1 {print "module " $1}' | sort
+iptables-save | awk '/^\*/ {t=$1} /^:/ && $2=="-" {print "iptables " t " " $1}'
+lsmod | awk 'NR>1 && $1 ~ /^(br_netfilter|bridge|stp|llc|overlay)$/ {print "module " $1}' | sort
 for s in net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables; do echo "sysctl $s=$(sysctl -n $s 2>/dev/null)"; done
 ps -eo comm= | grep -E 'kube|etcd|containerd|coredns|pause' | sed 's/^/process /' | sort -u || true
 `

@@ -93,6 +93,10 @@ func runPreflight(_ context.Context, d *Data) error {
 var nodeStatePaths = []string{"/etc/kubernetes", "/var/lib/kubeboot", daemon.LogDir, daemon.RunDir, hardening.AuditLogDir,
 	node.KubeletDir, node.KubeProxyDir, node.CNIConfDir, node.CNIDataDir, node.PodLogsDir}
 
+// emptyParents are the parents of nodeStatePaths that init makes, deepest
+// first: reset removes each one that is empty.
+var emptyParents = []string{"/etc/cni", "/usr/libexec/kubernetes/kubelet-plugins/volume", "/usr/libexec/kubernetes/kubelet-plugins", "/usr/libexec/kubernetes"}
+
 func runCleanupNode(ctx context.Context, d *Data) error {
 	fs := d.FS
 	paths := append([]string(nil), nodeStatePaths...)
@@ -165,6 +169,13 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	removed, err := cleanup.Remove(fs, paths, d.Out)
 	if err != nil {
 		return err
+	}
+	// The directories above those paths that init made for them, when
+	// nothing else is left in them.
+	for _, p := range emptyParents {
+		if os.Remove(fs.Path(p)) == nil {
+			d.logf("[reset] Removed the empty directory %q", fs.Path(p))
+		}
 	}
 	shared := cleanup.Shared{
 		PodLogsDir: fs.Path(node.PodLogsDir), CNINetwork: node.CNINetwork(fs),
