@@ -81,10 +81,10 @@ func TestTwoNodes(t *testing.T) {
 kubeboot init > /root/init.log 2>&1 || { tail -40 /root/init.log; exit 1; }
 kubeboot token create --print-join-command
 `)
+	// One line, word-split by the shell as an operator's `$JOIN` is.
 	join := regexp.MustCompile(`(?m)^kubeboot join .*$`).FindString(out)
 	if join == "" {
-		// The multi-line form init prints (issue 27 makes this one line).
-		join = strings.Join(strings.Fields(strings.ReplaceAll(out[strings.LastIndex(out, "kubeboot join"):], "\\", "")), " ")
+		t.Fatalf("token create --print-join-command printed no one-line join command:\n%s", out)
 	}
 	t.Logf("join command: %s", join)
 	start := time.Now()
