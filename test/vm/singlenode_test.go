@@ -71,7 +71,11 @@ k logs "$pod" >/dev/null && echo "logs: ok"
 func TestSingleNode(t *testing.T) {
 	script, binary := require(t)
 	start := time.Now()
+	ensureBase(t, script)
 	v := boot(t, script, "kbsingle", "10.231.0.21")
+	if v == nil {
+		t.FailNow()
+	}
 	v.Push(binary, "/usr/local/bin/kubeboot")
 	before := v.MustRun(2*time.Minute, snapshot)
 

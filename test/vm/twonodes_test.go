@@ -64,13 +64,14 @@ func TestTwoNodes(t *testing.T) {
 	if os.Getenv("KUBEBOOT_VM") != "2" {
 		t.Skip("two VMs run with KUBEBOOT_VM=2 (by hand: ~20 minutes under emulation)")
 	}
+	ensureBase(t, script)
 	var cp, w *VM
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); cp = boot(t, script, "kbcp", "10.231.0.31") }()
 	w = boot(t, script, "kbworker", "10.231.0.32")
 	wg.Wait()
-	if cp == nil {
+	if cp == nil || w == nil {
 		t.FailNow()
 	}
 	cp.Push(binary, "/usr/local/bin/kubeboot")
