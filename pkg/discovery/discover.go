@@ -59,7 +59,7 @@ type TokenDiscovery struct {
 	// Timeout bounds the waits for a server that is not reachable yet or
 	// a signature the bootstrap signer has not added yet.
 	Timeout time.Duration
-	// SignatureWait bounds the wait for the token's signature (zero: 15 s).
+	// SignatureWait bounds the wait for the token's signature (zero: 60 s).
 	SignatureWait time.Duration
 	// Logf receives progress and warning lines.
 	Logf func(format string, args ...any)
@@ -189,9 +189,13 @@ func (d *TokenDiscovery) fetch(ctx context.Context, caData []byte) (*corev1.Conf
 }
 
 // signatureWait bounds the wait for a token's signature: the bootstrap
-// signer adds it within a second or two of the token's creation, so a
-// signature still missing after that means the token is unknown.
-const signatureWait = 15 * time.Second
+// signer adds it within a second or two of the token's creation on an
+// idle control plane, but a join right after `token create` on a busy or
+// slow one (a Debian VM under emulation: more than 16 s) waits longer; a
+// signature still missing after that means the token is unknown. kubeadm
+// waits for its whole discovery timeout (5 min) instead, which makes a
+// mistyped token slow to report.
+const signatureWait = 60 * time.Second
 
 // validateSignature checks cluster-info's JWS signature for the token.
 // The server is not trusted yet: nothing secret is sent to it, so a
