@@ -5,7 +5,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -65,13 +64,14 @@ func TestTwoNodes(t *testing.T) {
 		t.Skip("two VMs run with KUBEBOOT_VM=2 (by hand: ~20 minutes under emulation)")
 	}
 	ensureBase(t, script)
-	var cp, w *VM
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); cp = boot(t, script, "kbcp", "10.231.0.31") }()
-	w = boot(t, script, "kbworker", "10.231.0.32")
-	wg.Wait()
-	if cp == nil || w == nil {
+	// One after the other: vm.sh's up is not safe to run twice at once
+	// (both rewrite the bridge's DNS hosts file).
+	cp := boot(t, script, "kbcp", "10.231.0.31")
+	if cp == nil {
+		t.FailNow()
+	}
+	w := boot(t, script, "kbworker", "10.231.0.32")
+	if w == nil {
 		t.FailNow()
 	}
 	cp.Push(binary, "/usr/local/bin/kubeboot")
