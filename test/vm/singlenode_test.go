@@ -53,8 +53,8 @@ spec:
 // and from a pod by name, that the pod resolves cluster names, and that
 // logs and exec work.
 const serves = kubectl + waitFor + `
-waitFor 300 "web and client Ready" k wait --for=condition=Ready pod -l app=web --timeout=1s
-waitFor 120 "client Ready" k wait --for=condition=Ready pod/client --timeout=1s
+waitFor 300 "web and client Ready" k wait --for=condition=Ready pod -l app=web --timeout=20s
+waitFor 120 "client Ready" k wait --for=condition=Ready pod/client --timeout=20s
 ip=$(k get svc web -o jsonpath='{.spec.clusterIP}')
 waitFor 300 "Service answers the host" curl -fsS --max-time 3 "http://$ip/"
 waitFor 180 "DNS from a pod" k exec client -- /app --resolve kubernetes.default.svc.cluster.local
@@ -82,8 +82,8 @@ func TestSingleNode(t *testing.T) {
 	out := v.MustRun(20*time.Minute, kubectl+waitFor+`
 kubeboot init --single-node > /root/init.log 2>&1 || { tail -40 /root/init.log; exit 1; }
 echo "init returned: $(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s"
-waitFor 600 "node Ready" k wait --for=condition=Ready node --all --timeout=1s
-waitFor 600 "CoreDNS Ready" k -n kube-system wait --for=condition=Ready pod -l k8s-app=kube-dns --timeout=1s
+waitFor 600 "node Ready" k wait --for=condition=Ready node --all --timeout=20s
+waitFor 600 "CoreDNS Ready" k -n kube-system wait --for=condition=Ready pod -l k8s-app=kube-dns --timeout=20s
 grep -E '^\[(kubelet-start|preflight)\].*(kernel module|net\.|Wrote|Enabled)' /root/init.log || true
 echo "unit: $(systemctl is-active kubeboot.service) $(systemctl is-enabled kubeboot.service)"
 echo "daemon cgroup: $(cut -d: -f3 /proc/$(cat /run/kubeboot/daemon.pid)/cgroup)"
@@ -137,7 +137,7 @@ echo "uids: $(k get pod -l app=web -o jsonpath='{.items[*].metadata.uid}')"
 	// A reboot: nothing typed, the node comes back serving the same pods.
 	down := v.Reboot()
 	out = v.MustRun(20*time.Minute, kubectl+waitFor+`
-waitFor 900 "node Ready after boot" k wait --for=condition=Ready node --all --timeout=1s
+waitFor 900 "node Ready after boot" k wait --for=condition=Ready node --all --timeout=20s
 `+serves+`
 echo "uids: $(k get pod -l app=web -o jsonpath='{.items[*].metadata.uid}')"
 echo "modules: $(lsmod | awk '$1=="br_netfilter"{print $1}')"

@@ -99,12 +99,12 @@ echo "kubelet driver: $(grep cgroupDriver /var/lib/kubelet/config.yaml)"
 	}
 
 	out = cp.MustRun(20*time.Minute, kubectl+waitFor+`
-waitFor 600 "both nodes Ready" k wait --for=condition=Ready node kbcp kbworker --timeout=1s
+waitFor 600 "both nodes Ready" k wait --for=condition=Ready node kbcp kbworker --timeout=20s
 cat > /root/web.yaml <<'YAML'
 `+fmt.Sprintf(spread, images.TestServer)+`YAML
 k apply -f /root/web.yaml
-waitFor 600 "web Ready on both nodes" k wait --for=condition=Ready pod -l app=web --timeout=1s
-waitFor 300 "client Ready" k wait --for=condition=Ready pod/client --timeout=1s
+waitFor 600 "web Ready on both nodes" k wait --for=condition=Ready pod -l app=web --timeout=20s
+waitFor 300 "client Ready" k wait --for=condition=Ready pod/client --timeout=20s
 k get pod -o wide
 for ip in $(k get pod -l app=web -o jsonpath='{.items[*].status.podIP}'); do
   waitFor 60 "pod $ip from the worker's client" k exec client -- /test-server --get "http://$ip:8080/"
