@@ -67,10 +67,7 @@ func Name(rootPrefix string) string { return fsys.Tag(rootPrefix) }
 // systemd makes the slice for the daemon's unit.
 func Parent(rootPrefix string) (name string, dirs []string) {
 	name = Name(rootPrefix)
-	dir := name
-	if host.Systemd() {
-		dir = Slice(rootPrefix)
-	}
+	dir := parentDir(rootPrefix)
 	if _, err := os.Stat(filepath.Join(Root, "cgroup.controllers")); err == nil {
 		if host.Systemd() {
 			return "/" + name, nil
@@ -86,6 +83,15 @@ func Parent(rootPrefix string) (name string, dirs []string) {
 		}
 	}
 	return "/" + name, dirs
+}
+
+// parentDir is the node's parent cgroup as a directory under a hierarchy:
+// the slice where systemd is init, /<tag> elsewhere.
+func parentDir(rootPrefix string) string {
+	if host.Systemd() {
+		return Slice(rootPrefix)
+	}
+	return Name(rootPrefix)
 }
 
 // Slice is the systemd slice of a node's cgroup root, named as the
@@ -118,11 +124,7 @@ func EnableControllers(rootPrefix string) error {
 			want = append(want, "+"+c)
 		}
 	}
-	parent := Name(rootPrefix)
-	if host.Systemd() {
-		parent = Slice(rootPrefix)
-	}
-	for _, d := range []string{Root, filepath.Join(Root, parent)} {
+	for _, d := range []string{Root, filepath.Join(Root, parentDir(rootPrefix))} {
 		if _, err := os.Stat(d); err != nil {
 			continue // the parent, before it is made
 		}
