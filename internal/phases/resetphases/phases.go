@@ -55,6 +55,9 @@ type Data struct {
 
 func (d *Data) logf(format string, args ...any) { fmt.Fprintf(d.Out, format+"\n", args...) }
 
+// resetf is logf with reset's prefix, for the domain packages' log lines.
+func (d *Data) resetf(format string, args ...any) { d.logf("[reset] "+format, args...) }
+
 type phase = workflow.Phase[*Data]
 
 // Phases returns the reset tree.
@@ -108,7 +111,7 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	}
 	paths = append(paths, daemon.UnitPath(fs))
 	if !fs.DryRun() {
-		daemon.RemoveUnit(fs, func(format string, args ...any) { d.logf("[reset] "+format, args...) })
+		daemon.RemoveUnit(fs, d.resetf)
 	}
 	if entries, err := os.ReadDir(fs.Path(node.VolumePluginDir)); err == nil && len(entries) == 0 {
 		// The kubelet made it; FlexVolume drivers someone installed stay.
@@ -145,7 +148,7 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	cleanup.KillCgroup(path.Join(group, "kubepods"), d.Out)
 	// Under systemd the node's pods are in its slice, where the kubelet's
 	// systemd driver put them: stopping it ends what is left there.
-	daemon.StopSlice(fs, func(format string, args ...any) { d.logf("[reset] "+format, args...) })
+	daemon.StopSlice(fs, d.resetf)
 	// Only under kubeboot's own directories: with --root / an unmount under
 	// the root would take the host's mounts.
 	d.logf("[reset] Unmounting mounted directories in %q", fs.Path(node.KubeletDir))
@@ -162,7 +165,7 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	// The kernel modules, sysctls and their files that init or join
 	// changed on this machine, after the bridge that holds br_netfilter's
 	// bridge module went.
-	host.Undo(fs, func(format string, args ...any) { d.logf("[reset] "+format, args...) })
+	host.Undo(fs, d.resetf)
 	if fs.Path("/") == "/" && len(cleanup.OtherNodeProcesses()) > 0 {
 		paths = keepShared(paths)
 	}
@@ -184,7 +187,7 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	if err := shared.Remove(); err != nil {
 		return err
 	}
-	daemon.ReloadUnits(fs, func(format string, args ...any) { d.logf("[reset] "+format, args...) })
+	daemon.ReloadUnits(fs, d.resetf)
 	if len(removed) == 0 {
 		d.logf("[reset] Nothing to remove under %s", fs.Path("/"))
 	}
