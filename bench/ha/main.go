@@ -1,6 +1,7 @@
 // Command ha measures high availability without an external load
 // balancer: the time from `kubeboot join --control-plane` to the joining
-// node's API server answering /readyz (median of 3 joins), and the longest
+// node's API server answering /readyz (p50, p90 and max of -joins joins,
+// each after the one before it was reset), and the longest
 // gap a client reading through a worker's node-local load balancer every
 // 50 ms sees while every process of one of three control planes is killed
 // (median of 3 kills, each of another control plane).
@@ -17,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +27,10 @@ import (
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 
+// etcdRestartLine is what a control-plane join prints when it restarts
+// its new etcd member, stuck unpublished (see joinphases.waitEtcdServing).
+const etcdRestartLine = "Restarting the new etcd member"
+
 var (
 	joinFlags = regexp.MustCompile(`--token (\S+) \\\s+--discovery-token-ca-cert-hash (\S+)`)
 	keyFlag   = regexp.MustCompile(`--certificate-key (\S+)`)
@@ -32,8 +38,9 @@ var (
 
 func main() {
 	settle := flag.Duration("settle", 5*time.Second, "how long each kill is watched")
+	joins := flag.Int("joins", 10, "how many control-plane joins are timed (at least 2)")
 	flag.Parse()
-	if err := run(*settle); err != nil {
+	if err := run(*settle, max(*joins, 2)); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -74,6 +81,14 @@ func kb(h *nethost.Host, args ...string) (string, error) {
 	return out, nil
 }
 
+// keepOutput writes a join's output beside the kept logs.
+func keepOutput(name, out string) {
+	if dir := os.Getenv("KUBEBOOT_BENCH_LOGS"); dir != "" {
+		os.MkdirAll(dir, 0o755)                                                   //nolint:errcheck
+		os.WriteFile(filepath.Join(dir, "join-"+name+".out"), []byte(out), 0o644) //nolint:errcheck,gosec
+	}
+}
+
 func apiReady(h *nethost.Host) bool {
 	c := &http.Client{Timeout: time.Second, Transport: &http.Transport{DialContext: h.DialContext, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}} //nolint:gosec // readiness only
 	resp, err := c.Get("https://" + h.IP + ":6443/readyz")
@@ -84,8 +99,9 @@ func apiReady(h *nethost.Host) bool {
 	return resp.StatusCode == 200
 }
 
-// joinControlPlane joins h and returns the time to its API server's /readyz.
-func (c *cluster) joinControlPlane(h *nethost.Host, name string) (time.Duration, error) {
+// joinControlPlane joins h and returns the time to its API server's
+// /readyz and the join's output.
+func (c *cluster) joinControlPlane(h *nethost.Host, name string) (time.Duration, string, error) {
 	start := time.Now()
 	var ready time.Duration
 	done := make(chan struct{})
@@ -98,12 +114,12 @@ func (c *cluster) joinControlPlane(h *nethost.Host, name string) (time.Duration,
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-	_, err := kb(h, "join", c.seed, "--token", c.token, "--discovery-token-ca-cert-hash", c.hash, "--control-plane", "--certificate-key", c.key, "--node-name", name)
+	out, err := kb(h, "join", c.seed, "--token", c.token, "--discovery-token-ca-cert-hash", c.hash, "--control-plane", "--certificate-key", c.key, "--node-name", name)
 	<-done
-	return ready, err
+	return ready, out, err
 }
 
-func run(settle time.Duration) error {
+func run(settle time.Duration, n int) error {
 	bin, err := benchutil.Binary()
 	if err != nil {
 		return err
@@ -135,13 +151,15 @@ func run(settle time.Duration) error {
 	}
 	c.token, c.hash, c.key = m[1], m[2], k[1]
 
-	// Three joins: the second and the third control plane, then a fourth
-	// in place of the third (reset first).
+	// n joins: the second and the third control plane, then each next in
+	// place of the one before it (reset first, its logs kept).
 	var joins []time.Duration
+	restarts := 0
 	cps := []*nethost.Host{cp1}
-	for i, ip := range []string{"10.209.0.3", "10.209.0.4", "10.209.0.6"} {
-		name := fmt.Sprintf("cp%d", i+2)
-		if i == 2 {
+	for i := range n {
+		name, ip := fmt.Sprintf("cp%d", i+2), fmt.Sprintf("10.209.0.%d", 10+i)
+		if i >= 2 {
+			benchutil.KeepLogs(cps[2], cps[2].Name)
 			if _, err := kb(cps[2], "reset", "--force"); err != nil {
 				return err
 			}
@@ -151,11 +169,17 @@ func run(settle time.Duration) error {
 		if err != nil {
 			return err
 		}
-		d, err := c.joinControlPlane(h, name)
+		d, out, err := c.joinControlPlane(h, name)
+		keepOutput(name, out)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("join --control-plane %s: API server ready %s after the start\n", name, d.Round(time.Millisecond))
+		note := ""
+		if strings.Contains(out, etcdRestartLine) {
+			restarts++
+			note = " (its etcd member restarted: " + etcdRestartLine + ")"
+		}
+		fmt.Printf("join --control-plane %s: API server ready %s after the start%s\n", name, d.Round(time.Millisecond), note)
 		joins = append(joins, d)
 		cps = append(cps, h)
 	}
@@ -192,7 +216,8 @@ func run(settle time.Duration) error {
 		longest = max(longest, g)
 	}
 	fmt.Printf("\nHA without an external load balancer (3 control planes, stacked etcd, 1 worker):\n")
-	fmt.Printf("  join --control-plane to its API server ready, median of %d   %s\n", len(joins), benchutil.Median(joins).Round(time.Millisecond))
+	fmt.Printf("  join --control-plane to its API server ready, of %d joins: p50 %s, p90 %s, max %s (%d with the etcd restart)\n", len(joins),
+		benchutil.Percentile(joins, 50).Round(time.Millisecond), benchutil.Percentile(joins, 90).Round(time.Millisecond), slices.Max(joins).Round(time.Millisecond), restarts)
 	fmt.Printf("  longest read gap through a worker's load balancer while a control plane is killed, median of %d   %s (max %s)\n",
 		len(gaps), benchutil.Median(gaps).Round(time.Millisecond), longest.Round(time.Millisecond))
 	return nil

@@ -18,7 +18,7 @@ import (
 func newDaemonCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "daemon",
-		Short: "Run, start or stop the node daemon that supervises this node's components",
+		Short: "Run, start or stop the node daemon that supervises this node's components, or restart one of them",
 		Long: `The node daemon runs every component of this node (etcd, the control plane,
 and on workers the container runtime, kubelet and kube-proxy) as child
 processes: it starts them in dependency order, waits for each to be ready,
@@ -75,6 +75,21 @@ components to run as spec files in /etc/kubernetes/kubeboot/components.`,
 				} else {
 					fmt.Fprintf(s.Out, "[daemon] The kubeboot daemon already runs (pid %d)\n", pid)
 				}
+				return nil
+			},
+		},
+		&cobra.Command{
+			Use:   "restart COMPONENT",
+			Short: "Restart one component of this node at once and wait until it is ready again",
+			Args:  cobra.ExactArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				fs := g.FS(false, s.Out)
+				start := time.Now()
+				fmt.Fprintf(s.Out, "[daemon] Restarting %s\n", args[0])
+				if err := daemon.Restart(cmd.Context(), fs, args[0], "asked by `kubeboot daemon restart`", true, 2*time.Minute); err != nil {
+					return err
+				}
+				fmt.Fprintf(s.Out, "[daemon] %s restarted and ready after %s\n", args[0], time.Since(start).Round(time.Millisecond))
 				return nil
 			},
 		},

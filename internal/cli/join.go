@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"google.golang.org/grpc/grpclog"
 
 	"github.com/kubeboot/kubeboot/internal/phases/joinphases"
 	"github.com/kubeboot/kubeboot/internal/workflow"
@@ -81,6 +83,10 @@ func newJoinCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	var skip []string
 	cmd.Flags().StringSliceVar(&skip, "skip-phases", nil, "List of phases to be skipped")
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		// A control-plane join dials its etcd member before it serves,
+		// and says itself what it waits for: gRPC's warnings about each
+		// refused dial are noise there. Its errors still show.
+		grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, s.Err))
 		d, o, err := build(cmd.Context(), args)
 		if err != nil {
 			return err

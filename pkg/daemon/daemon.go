@@ -282,9 +282,11 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer, inProcess 
 		case <-hup:
 			reload()
 			restarts.check(running)
+			restarts.requested(fs.Path(RestartDir))
 		case <-tick.C:
 			reload()
 			restarts.check(running)
+			restarts.requested(fs.Path(RestartDir))
 			changed()
 		}
 	}
@@ -469,6 +471,34 @@ func Restore(ctx context.Context, fs fsys.FS, name string, timeout time.Duration
 	}
 	return signalAndWait(ctx, fs, timeout, "run "+name+" again", func(c supervisor.Status) bool {
 		return c.Name == name && c.State != StateSwapped && c.Ready
+	})
+}
+
+// RestartDir holds a file per component the running daemon is asked to
+// restart (Restart), holding why; the daemon removes it as it queues the
+// restart.
+const RestartDir = RunDir + "/restart"
+
+// Restart makes the running daemon stop one component and start it again
+// at once (no back-off), logging why, and waits until a process started
+// after the request runs, and when ready is set until it is ready.
+// Components that depend on it keep running.
+func Restart(ctx context.Context, fs fsys.FS, name, why string, ready bool, timeout time.Duration) error {
+	if !fsys.Exists(fs, component.SpecPath(name)) {
+		return fmt.Errorf("this node runs no component %q (no spec %s)", name, fs.Path(component.SpecPath(name)))
+	}
+	if Running(fs) == 0 {
+		return fmt.Errorf("the kubeboot daemon is not running for %s", fs.Path("/"))
+	}
+	if err := os.MkdirAll(fs.Path(RestartDir), 0o755); err != nil {
+		return err
+	}
+	asked := time.Now()
+	if err := os.WriteFile(fs.Path(path.Join(RestartDir, name)), []byte(why+"\n"), 0o644); err != nil {
+		return err
+	}
+	return signalAndWait(ctx, fs, timeout, "restart "+name, func(c supervisor.Status) bool {
+		return c.Name == name && c.PID != 0 && c.Since.After(asked) && (c.Ready || !ready)
 	})
 }
 

@@ -3,7 +3,9 @@ package daemon
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -51,7 +53,8 @@ type restarter struct {
 	wake    chan struct{}
 }
 
-type restartRequest struct{ name, why string }
+// restartRequest is one queued restart; prefix begins its log lines.
+type restartRequest struct{ name, why, prefix string }
 
 func newRestarter(logf func(string, ...any), restart func(context.Context, string, string, time.Duration) error) *restarter {
 	return &restarter{logf: logf, restart: restart, seen: map[string]fileStamp{}, wake: make(chan struct{}, 1)}
@@ -79,20 +82,38 @@ func (r *restarter) check(specs []component.Spec) {
 	for _, s := range specs {
 		for _, f := range s.RestartOn {
 			if changed[f] {
-				r.enqueue(s.Name, f+" changed, and it reads it only at start")
+				r.enqueue(s.Name, f+" changed, and it reads it only at start", "[certs]")
 				break
 			}
 		}
 	}
 }
 
-func (r *restarter) enqueue(name, why string) {
+// requested queues the restarts asked for in dir (see Restart): a file
+// per component, holding why. Each file is removed as it is queued.
+func (r *restarter) requested(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		f := filepath.Join(dir, e.Name())
+		why, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		if err := os.Remove(f); err != nil {
+			r.logf("[restart] %v", err)
+			continue
+		}
+		r.enqueue(e.Name(), strings.TrimSpace(string(why)), "[restart]")
+	}
+}
+
+func (r *restarter) enqueue(name, why, prefix string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if slices.ContainsFunc(r.pending, func(q restartRequest) bool { return q.name == name }) {
 		return
 	}
-	r.pending = append(r.pending, restartRequest{name, why})
+	r.pending = append(r.pending, restartRequest{name, why, prefix})
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -118,9 +139,9 @@ func (r *restarter) run(ctx context.Context) {
 		}
 		start := time.Now()
 		if err := r.restart(ctx, next.name, next.why, restartTimeout); err != nil {
-			r.logf("[certs] restarting %s: %v", next.name, err)
+			r.logf("%s restarting %s: %v", next.prefix, next.name, err)
 		} else {
-			r.logf("[certs] %s restarted and ready in %s", next.name, time.Since(start).Round(time.Millisecond))
+			r.logf("%s %s restarted and ready in %s", next.prefix, next.name, time.Since(start).Round(time.Millisecond))
 		}
 		r.mu.Lock()
 		r.pending = r.pending[1:]

@@ -104,3 +104,24 @@ func TestRestarterRestartsOnAFileThatAppears(t *testing.T) {
 		t.Fatalf("queued %v, want one restart of the kubelet", r.pending)
 	}
 }
+
+// A restart asked for through the restart directory is queued once, with
+// its reason, and its file is gone: the next look queues nothing.
+func TestRestarterQueuesRequestedRestarts(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "etcd"), []byte("stuck unpublished\n"), 0o644)
+	var logged []string
+	r := newRestarter(func(format string, args ...any) { logged = append(logged, format) }, nil)
+	r.requested(dir)
+	r.requested(dir)
+	if len(r.pending) != 1 || r.pending[0] != (restartRequest{"etcd", "stuck unpublished", "[restart]"}) {
+		t.Fatalf("queued %+v, want one restart of etcd", r.pending)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("%d request files left, want none", len(left))
+	}
+	r.requested(filepath.Join(dir, "absent"))
+	if len(r.pending) != 1 || len(logged) != 0 {
+		t.Errorf("an absent directory queued %+v and logged %v", r.pending, logged)
+	}
+}

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -21,6 +23,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/bootstrap"
 	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/hardening"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/pki"
@@ -237,7 +240,7 @@ func runEtcdJoin(ctx context.Context, d *Data) error {
 	// going from one voting member to two) had the publication proposal
 	// dropped and retried after etcd's 7 s request timeout. (A learner's
 	// /readyz fails: the rest of the probe passes once it votes.)
-	if err := d.waitEtcdServing(ctx); err != nil {
+	if err := d.waitEtcdServing(ctx, ec.Endpoints, peer); err != nil {
 		return err
 	}
 	d.Logf("[etcd] Waiting for the new etcd member to catch up and promoting it to a voting member")
@@ -285,23 +288,42 @@ func runWaitControlPlane(ctx context.Context, d *Data) error {
 // request (its status): it does once it has published itself to the
 // cluster. Its client port accepts connections before that, and its
 // /readyz fails as long as it is a learner.
-func (d *Data) waitEtcdServing(ctx context.Context) error {
+//
+// A new member of etcd 3.7 can wait 7 s more than it needs to: it asks the
+// cluster to publish its name and client URLs, and when the leader then
+// sends it a snapshot that already holds the publication, nothing answers
+// its request and it serves only once the request times out and is sent
+// again. When the other members (cluster, its endpoints) list this member
+// (peer) as published for more than stuckFor while it does not serve, and
+// it has persisted and applied the snapshot it was sent, the member is
+// restarted once: it comes back from its own snapshot and WAL, publishes
+// again and serves at once.
+func (d *Data) waitEtcdServing(ctx context.Context, cluster []string, peer string) error {
 	dir := d.FS.Path(d.Cfg.Cluster.CertificatesDir)
 	tlsInfo := transport.TLSInfo{CertFile: path.Join(dir, "apiserver-etcd-client.crt"), KeyFile: path.Join(dir, "apiserver-etcd-client.key"), TrustedCAFile: path.Join(dir, "etcd/ca.crt")}
 	tlsConfig, err := tlsInfo.ClientConfig()
 	if err != nil {
 		return err
 	}
+	quiet := zap.NewNop()
 	// The member's own client address, as its spec's probe dials it.
 	endpoint := "https://" + d.Renderer().LocalEtcd().Probe.TCP
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, TLS: tlsConfig, DialTimeout: time.Second})
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, TLS: tlsConfig, DialTimeout: time.Second, Logger: quiet})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	others, err := clientv3.New(clientv3.Config{Endpoints: cluster, TLS: tlsConfig, DialTimeout: time.Second, Logger: quiet})
+	if err != nil {
+		return err
+	}
+	defer others.Close()
+	dataDir := d.FS.Path(d.Cfg.Cluster.Etcd.Local.DataDir)
 	ctx, cancel := context.WithTimeout(ctx, d.Timeout)
 	defer cancel()
 	start, last := time.Now(), time.Now()
+	var stuckSince time.Time
+	restarted := false
 	for {
 		sctx, scancel := context.WithTimeout(ctx, time.Second)
 		_, err := c.Status(sctx, endpoint)
@@ -309,6 +331,22 @@ func (d *Data) waitEtcdServing(ctx context.Context) error {
 		if err == nil {
 			d.Logf("[etcd] The new etcd member serves clients after %s", d.Since())
 			return nil
+		}
+		if !restarted {
+			switch {
+			case !publishedElsewhere(ctx, others, peer) || !snapshotApplied(dataDir):
+				stuckSince = time.Time{}
+			case stuckSince.IsZero():
+				stuckSince = time.Now()
+			case time.Since(stuckSince) >= stuckFor:
+				restarted = true
+				d.Logf("[etcd] %s: the cluster lists it as published for %s while it does not serve, its publication having come inside the snapshot it was sent", etcdRestartLine, time.Since(stuckSince).Round(time.Millisecond))
+				// Not until ready: a learner's /readyz fails until it is promoted.
+				if err := daemon.Restart(ctx, d.FS, component.Etcd, "a new member listed as published that does not serve (its publication came inside its snapshot)", false, d.Timeout); err != nil {
+					d.Logf("[etcd] WARNING: restarting the new etcd member: %v", err)
+				}
+				continue
+			}
 		}
 		if time.Since(last) >= 5*time.Second {
 			last = time.Now()
@@ -320,4 +358,40 @@ func (d *Data) waitEtcdServing(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// etcdRestartLine begins the line a join prints when it restarts its new
+// etcd member (bench/ha counts them).
+const etcdRestartLine = "Restarting the new etcd member"
+
+// stuckFor is how long a new etcd member may not serve while the cluster
+// lists it as published before it is restarted.
+const stuckFor = time.Second
+
+// publishedElsewhere reports whether the other members list the member of
+// peer with its name and client URLs, that is whether its publication
+// has been applied.
+func publishedElsewhere(ctx context.Context, c *clientv3.Client, peer string) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	resp, err := c.MemberList(ctx)
+	if err != nil {
+		return false
+	}
+	for _, m := range resp.Members {
+		if slices.Contains(m.PeerURLs, peer) {
+			return m.Name != "" && len(m.ClientURLs) > 0
+		}
+	}
+	return false
+}
+
+// snapshotApplied reports whether the etcd member of dataDir has persisted
+// a raft snapshot (member/snap/*.snap, recorded in its WAL) and applied
+// its database (no member/snap/*.snap.db left to move into place): one
+// restarted then comes back from its own data.
+func snapshotApplied(dataDir string) bool {
+	snaps, _ := filepath.Glob(filepath.Join(dataDir, "member", "snap", "*.snap"))
+	pending, _ := filepath.Glob(filepath.Join(dataDir, "member", "snap", "*.snap.db"))
+	return len(snaps) > 0 && len(pending) == 0
 }
