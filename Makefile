@@ -39,7 +39,7 @@ NEXT_VERSION := $(shell echo $(KUBE_VERSION) | awk -F. '{print $$1"."$$2"."$$3+1
 # Static (CGO_ENABLED=0): the same binary runs on the host and as the only
 # file of the images kubeboot builds, where there is no dynamic loader.
 # First the per-pod helpers (the runc shim, pause, the CNI plugins), small
-# binaries of their own that kubeboot embeds (internal/helpers).
+# binaries of their own that kubeboot embeds (pkg/helpers).
 build: helpers
 	CGO_ENABLED=0 go build -tags kubeboot_helpers -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(OUT)/kubeboot ./cmd/kubeboot
 
@@ -48,7 +48,7 @@ build-next: helpers
 	CGO_ENABLED=0 go build -tags kubeboot_helpers -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(OUT)/kubeboot-next ./cmd/kubeboot
 
 helpers:
-	go run ./hack/helpers -o internal/helpers/bin
+	go run ./hack/helpers -o pkg/helpers/bin
 
 test-short:
 	go test -short ./...

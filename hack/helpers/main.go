@@ -1,10 +1,10 @@
 // Command helpers builds the per-pod helpers kubeboot carries (see package
-// internal/helpers) from their main packages at the versions go.mod pins,
+// pkg/helpers) from their main packages at the versions go.mod pins,
 // static and stripped, and writes them zstd-compressed with their manifest
 // into the directory the kubeboot_helpers build embeds. `make build` runs
 // it before building kubeboot.
 //
-//	go run ./hack/helpers [-o internal/helpers/bin]
+//	go run ./hack/helpers [-o pkg/helpers/bin]
 package main
 
 import (
@@ -19,7 +19,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubeboot/kubeboot/internal/helpers"
+	"github.com/kubeboot/kubeboot/pkg/helpers"
 )
 
 // The helpers: file name → main package. go build names each binary
@@ -36,7 +36,7 @@ var packages = map[string]string{
 }
 
 func main() {
-	out := flag.String("o", "internal/helpers/bin", "directory to write the compressed helpers and their manifest to")
+	out := flag.String("o", "pkg/helpers/bin", "directory to write the compressed helpers and their manifest to")
 	flag.Parse()
 	if err := run(*out); err != nil {
 		fmt.Fprintln(os.Stderr, "helpers:", err)

@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kubeboot/kubeboot/internal/helpers"
+	"github.com/kubeboot/kubeboot/pkg/helpers"
 	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/fsys"

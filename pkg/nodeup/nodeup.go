@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubeboot/kubeboot/internal/helpers"
+	"github.com/kubeboot/kubeboot/pkg/helpers"
 	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/daemon"

@@ -72,7 +72,7 @@ func TestSingleNode(t *testing.T) {
 	script, binary := require(t)
 	start := time.Now()
 	ensureBase(t, script)
-	v := boot(t, script, "kbsingle", "10.231.0.21")
+	v := boot(t, script, "kbsingle", "10.231.0.21", 0)
 	if v == nil {
 		t.FailNow()
 	}

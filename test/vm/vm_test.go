@@ -53,13 +53,20 @@ type VM struct {
 	script string
 	Name   string
 	IP     string
+	env    []string // vm.sh's knobs it boots with
 }
 
 // harness runs vm.sh with a time limit.
 func harness(t *testing.T, script string, limit time.Duration, stdin string, args ...string) (string, error) {
 	t.Helper()
+	return harnessEnv(t, nil, script, limit, stdin, args...)
+}
+
+// harnessEnv is harness with more of vm.sh's knobs (KBVM_CPUS=1, ...).
+func harnessEnv(t *testing.T, env []string, script string, limit time.Duration, stdin string, args ...string) (string, error) {
+	t.Helper()
 	cmd := exec.Command(script, args...)
-	cmd.Env = append(os.Environ(), "KBVM_NICE=0")
+	cmd.Env = append(append(os.Environ(), "KBVM_NICE=0"), env...)
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}
@@ -92,19 +99,23 @@ func ensureBase(t *testing.T, script string) {
 // boot starts a fresh VM (its disk made anew from the base image, which
 // ensureBase made) and takes it down, disk and all, when the test ends.
 // It may run on a goroutine of its own: it reports with t.Error, and
-// returns nil when the VM did not come up.
-func boot(t *testing.T, script, name, ip string) *VM {
+// returns nil when the VM did not come up. cpus is its vCPU count (0:
+// vm.sh's default, 2).
+func boot(t *testing.T, script, name, ip string, cpus int) *VM {
 	t.Helper()
 	harness(t, script, 3*time.Minute, "", "destroy", name) //nolint:errcheck // none there is fine
 	start := time.Now()
-	out, err := harness(t, script, 8*time.Minute, "", "up", name, ip)
+	v := &VM{t: t, script: script, Name: name, IP: ip}
+	if cpus > 0 {
+		v.env = []string{fmt.Sprintf("KBVM_CPUS=%d", cpus)}
+	}
+	out, err := harnessEnv(t, v.env, script, 8*time.Minute, "", "up", name, ip)
 	if err != nil {
 		t.Errorf("vm.sh up %s: %v\n%s", name, err, out)
 		harness(t, script, 3*time.Minute, "", "destroy", name) //nolint:errcheck
 		return nil
 	}
 	t.Logf("%s booted in %s", name, time.Since(start).Round(time.Second))
-	v := &VM{t: t, script: script, Name: name, IP: ip}
 	t.Cleanup(func() {
 		if t.Failed() {
 			v.dump()
@@ -152,7 +163,7 @@ func (v *VM) Reboot() time.Duration {
 	if out, err := harness(v.t, v.script, 4*time.Minute, "", "down", v.Name); err != nil {
 		v.t.Fatalf("vm.sh down: %v\n%s", err, out)
 	}
-	if out, err := harness(v.t, v.script, 8*time.Minute, "", "up", v.Name, v.IP); err != nil {
+	if out, err := harnessEnv(v.t, v.env, v.script, 8*time.Minute, "", "up", v.Name, v.IP); err != nil {
 		v.t.Fatalf("vm.sh up: %v\n%s", err, out)
 	}
 	return time.Since(start)

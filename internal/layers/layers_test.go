@@ -1,0 +1,69 @@
+// Package layers holds the test that keeps kubeboot's import graph
+// pointing down: cmd → internal/cli → internal/... and pkg/... → pkg/...,
+// never back up (docs/design.md §3).
+package layers
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/kubeboot/kubeboot/"
+
+// layer is where a package sits, from the bottom: pkg, internal, the CLI,
+// the commands. The tests' and benchmarks' helpers (test/..., bench/...)
+// sit above them all; hack/ holds commands.
+func layer(pkg string) int {
+	p := strings.TrimPrefix(pkg, module)
+	switch {
+	case strings.HasPrefix(p, "pkg/"):
+		return 0
+	case p == "internal/cli":
+		return 2
+	case strings.HasPrefix(p, "internal/"):
+		return 1
+	case strings.HasPrefix(p, "cmd/"):
+		return 3
+	default:
+		return 4
+	}
+}
+
+// No package imports one from a layer above its own: pkg never imports
+// internal, nothing but the commands imports the CLI, and no library
+// imports the tests' helpers. go list sees the build's imports (test
+// files may reach further, as they drive the binary).
+func TestImportsPointDown(t *testing.T) {
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	n := 0
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 {
+			continue
+		}
+		from := f[0]
+		n++
+		for _, to := range f[1:] {
+			if !strings.HasPrefix(to, module) {
+				continue
+			}
+			if layer(to) > layer(from) {
+				t.Errorf("%s imports %s, a layer above it", strings.TrimPrefix(from, module), strings.TrimPrefix(to, module))
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("go list listed %d packages: not the module's", n)
+	}
+}
