@@ -22,10 +22,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/kubeboot/kubeboot/pkg/helpers"
 	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/helpers"
 	"github.com/kubeboot/kubeboot/pkg/node"
 	"github.com/kubeboot/kubeboot/pkg/supervisor"
 )

@@ -15,11 +15,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubeboot/kubeboot/pkg/helpers"
 	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/helpers"
 	"github.com/kubeboot/kubeboot/pkg/host"
 	"github.com/kubeboot/kubeboot/pkg/images"
 	"github.com/kubeboot/kubeboot/pkg/node"
