@@ -266,8 +266,14 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer, inProcess 
 	}
 	logf("kubeboot daemon started (pid %d, root %s)", os.Getpid(), fs.Path("/"))
 	verifyHelpers(fs, logf)
-	reload()
-	restarts.check(running)
+	// look applies what changed on disk: specs, files components read at
+	// start, restarts asked for.
+	look := func() {
+		reload()
+		restarts.check(running)
+		restarts.requested(fs.Path(RestartDir))
+	}
+	look()
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
@@ -280,13 +286,9 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer, inProcess 
 			logf("kubeboot daemon stopped")
 			return nil
 		case <-hup:
-			reload()
-			restarts.check(running)
-			restarts.requested(fs.Path(RestartDir))
+			look()
 		case <-tick.C:
-			reload()
-			restarts.check(running)
-			restarts.requested(fs.Path(RestartDir))
+			look()
 			changed()
 		}
 	}
@@ -441,16 +443,7 @@ func StopComponent(ctx context.Context, fs fsys.FS, name string, timeout time.Du
 // that come After it treat it as running elsewhere. It returns once the
 // daemon's status shows the component swapped out.
 func Swap(ctx context.Context, fs fsys.FS, name string, timeout time.Duration) error {
-	if !fsys.Exists(fs, component.SpecPath(name)) {
-		return fmt.Errorf("this node runs no component %q (no spec %s)", name, fs.Path(component.SpecPath(name)))
-	}
-	if Running(fs) == 0 {
-		return fmt.Errorf("the kubeboot daemon is not running for %s", fs.Path("/"))
-	}
-	if err := os.MkdirAll(fs.Path(SwapDir), 0o755); err != nil {
-		return err
-	}
-	if err := os.WriteFile(fs.Path(path.Join(SwapDir, name)), nil, 0o644); err != nil {
+	if err := request(fs, SwapDir, name, nil); err != nil {
 		return err
 	}
 	return signalAndWait(ctx, fs, timeout, "swap out "+name, func(c supervisor.Status) bool {
@@ -484,22 +477,30 @@ const RestartDir = RunDir + "/restart"
 // after the request runs, and when ready is set until it is ready.
 // Components that depend on it keep running.
 func Restart(ctx context.Context, fs fsys.FS, name, why string, ready bool, timeout time.Duration) error {
+	asked := time.Now()
+	if err := request(fs, RestartDir, name, []byte(why+"\n")); err != nil {
+		return err
+	}
+	return signalAndWait(ctx, fs, timeout, "restart "+name, func(c supervisor.Status) bool {
+		return c.Name == name && c.PID != 0 && c.Since.After(asked) && (c.Ready || !ready)
+	})
+}
+
+// request writes a file named after one of this node's components into
+// dir (a node path: SwapDir, RestartDir), for the running daemon to act
+// on at its next look; it writes nothing when the node runs no such
+// component or no daemon would read it.
+func request(fs fsys.FS, dir, name string, content []byte) error {
 	if !fsys.Exists(fs, component.SpecPath(name)) {
 		return fmt.Errorf("this node runs no component %q (no spec %s)", name, fs.Path(component.SpecPath(name)))
 	}
 	if Running(fs) == 0 {
 		return fmt.Errorf("the kubeboot daemon is not running for %s", fs.Path("/"))
 	}
-	if err := os.MkdirAll(fs.Path(RestartDir), 0o755); err != nil {
+	if err := os.MkdirAll(fs.Path(dir), 0o755); err != nil {
 		return err
 	}
-	asked := time.Now()
-	if err := os.WriteFile(fs.Path(path.Join(RestartDir, name)), []byte(why+"\n"), 0o644); err != nil {
-		return err
-	}
-	return signalAndWait(ctx, fs, timeout, "restart "+name, func(c supervisor.Status) bool {
-		return c.Name == name && c.PID != 0 && c.Since.After(asked) && (c.Ready || !ready)
-	})
+	return os.WriteFile(fs.Path(path.Join(dir, name)), content, 0o644)
 }
 
 // signalAndWait tells the daemon to re-read its specs and waits for a
