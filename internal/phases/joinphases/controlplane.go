@@ -334,7 +334,9 @@ func (d *Data) waitEtcdServing(ctx context.Context, cluster []string, peer strin
 		}
 		if !restarted {
 			switch {
-			case !publishedElsewhere(ctx, others, peer) || !snapshotApplied(dataDir):
+			// The local look first: no member list is asked for before
+			// the member has applied a snapshot.
+			case !snapshotApplied(dataDir) || !publishedElsewhere(ctx, others, peer):
 				stuckSince = time.Time{}
 			case stuckSince.IsZero():
 				stuckSince = time.Now()
