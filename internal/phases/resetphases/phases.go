@@ -22,6 +22,8 @@ import (
 	"golang.org/x/term"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	etcdutil "k8s.io/kubernetes/cmd/kubeadm/app/util/etcd"
 
@@ -125,6 +127,7 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 		return err
 	}
 	worker := !fsys.Exists(fs, component.SpecPath(component.APIServer)) && fsys.Exists(fs, component.SpecPath(component.Kubelet))
+	nodeSide := hasNodeSide(fs)
 	name := nodeName(fs) // before the kubelet's spec goes
 	// The kubelet first, or it restarts the containers we kill (and
 	// registers the Node again); then the containers, while containerd
@@ -157,9 +160,16 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 			return err
 		}
 	}
-	cleanup.DeleteLink(node.BridgeName, d.Out)
-	if err := cleanup.FlushChains([]string{"KUBE-", "CNI-", netagent.ChainPrefix}, d.Out); err != nil {
-		fmt.Fprintf(d.Err, "[reset] %v\n", err)
+	if nodeSide {
+		cleanup.DeleteLink(node.BridgeName, d.Out)
+		if err := cleanup.FlushChains([]string{"KUBE-", "CNI-", netagent.ChainPrefix}, d.Out); err != nil {
+			fmt.Fprintf(d.Err, "[reset] %v\n", err)
+		}
+	} else {
+		// A control plane alone (dev up --mode control-plane, or
+		// cluster.Init with ControlPlaneOnly) ran no pod network: the
+		// network namespace's links and chains are someone else's.
+		d.logf("[reset] No kubelet, containerd or kube-proxy ran on this node: its network namespace's links and iptables chains are left alone")
 	}
 	cleanup.RemoveCgroups(group, d.Out)
 	// The kernel modules, sysctls and their files that init or join
@@ -194,27 +204,72 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	return nil
 }
 
+// hasNodeSide reports whether a node side ran here (or began to): a spec
+// of the kubelet, containerd, kube-proxy or the network agent, or their
+// state directories.
+func hasNodeSide(fs fsys.FS) bool {
+	for _, name := range []string{component.Kubelet, component.Containerd, component.KubeProxy, component.NetAgent} {
+		if fsys.Exists(fs, component.SpecPath(name)) {
+			return true
+		}
+	}
+	return fsys.Exists(fs, node.ContainerdState) || fsys.Exists(fs, node.KubeletDir)
+}
+
 // deleteNode removes this node's Node object, with the credentials of the
 // kubeconfig file (a worker's own: init grants nodes that, for their own
-// Node only). When the API server cannot be reached, it says what to do
-// instead.
+// Node only). A worker reaches the cluster through its node-local load
+// balancer; when that does not answer (the node daemon is gone), the API
+// server the node joined through is tried directly. When no API server
+// can be reached, it says what to do instead.
 func (d *Data) deleteNode(ctx context.Context, name, kubeconfigFile string) {
 	file := d.FS.Path(kubeconfigFile)
-	c, rc, err := apiclient.FromKubeconfig(file, "")
+	_, rc, err := apiclient.FromKubeconfig(file, "")
 	if err == nil {
-		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		defer cancel()
-		err = c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
-		if apierrors.IsNotFound(err) {
-			d.logf("[reset] Node %q is not in the cluster (any more)", name)
-			return
+		hosts := []string{rc.Host}
+		if seed := flagValue(specArgs(d.FS, component.APIServerLB), "--seed"); seed != "" {
+			hosts = append(hosts, "https://"+seed)
 		}
-		if err == nil {
-			d.logf("[reset] Deleted Node %q from the cluster at %s", name, rc.Host)
-			return
+		for _, host := range hosts {
+			if err = d.deleteNodeAt(ctx, name, rc, host); err == nil || apierrors.IsNotFound(err) {
+				return
+			}
 		}
 	}
 	d.logf("[reset] Could not delete Node %q from the cluster (%v): remove it on a control-plane node with `kubectl delete node %s`", name, err, name)
+}
+
+func (d *Data) deleteNodeAt(ctx context.Context, name string, rc *rest.Config, host string) error {
+	rc = rest.CopyConfig(rc)
+	rc.Host = host
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	err = c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		d.logf("[reset] Node %q is not in the cluster (any more)", name)
+	case err == nil:
+		d.logf("[reset] Deleted Node %q from the cluster at %s", name, host)
+	}
+	return err
+}
+
+// flagValue is the value of "--name=value" or "--name value" among args,
+// "" when absent.
+func flagValue(args []string, name string) string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+		if a == name && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
 }
 
 // nodeName reads the node's name from its kubelet spec.

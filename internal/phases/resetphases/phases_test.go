@@ -54,3 +54,17 @@ func TestOtherClientURLs(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
+
+// The load balancer's seed is read from its spec as the renderer writes
+// it ("--seed host:port"), the kubelet's name as "--hostname-override=".
+func TestFlagValue(t *testing.T) {
+	args := []string{"--root", "/r", "apiserver-lb", "--listen", "127.0.0.1:6444", "--seed", "10.0.0.1:6443", "--hostname-override=w1"}
+	for name, want := range map[string]string{"--seed": "10.0.0.1:6443", "--hostname-override": "w1", "--ca-file": "", "--listen": "127.0.0.1:6444"} {
+		if got := flagValue(args, name); got != want {
+			t.Errorf("flagValue(%s) = %q, want %q", name, got, want)
+		}
+	}
+	if got := flagValue([]string{"--seed"}, "--seed"); got != "" {
+		t.Errorf("a flag without its value: %q", got)
+	}
+}
