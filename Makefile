@@ -35,7 +35,7 @@ VERSION_LDFLAGS = \
 # pinned, so two builds that report different versions test the mechanism).
 NEXT_VERSION := $(shell echo $(KUBE_VERSION) | awk -F. '{print $$1"."$$2"."$$3+1}')
 
-.PHONY: build build-next helpers test test-short clean
+.PHONY: build build-next helpers test test-short examples clean
 # Static (CGO_ENABLED=0): the same binary runs on the host and as the only
 # file of the images kubeboot builds, where there is no dynamic loader.
 # First the per-pod helpers (the runc shim, pause, the CNI plugins), small
@@ -56,6 +56,11 @@ test-short:
 # The full suite: unit tests, then the end-to-end tests against the binary.
 test: build build-next
 	KUBEBOOT_BINARY=$(CURDIR)/$(OUT)/kubeboot KUBEBOOT_NEXT_BINARY=$(CURDIR)/$(OUT)/kubeboot-next go test -count=1 -timeout 60m ./...
+
+# The lifecycle API's examples, run alone: a control plane, then a
+# single-node cluster running a pod, in a network namespace of their own.
+examples: build
+	KUBEBOOT_EXAMPLES=1 KUBEBOOT_BINARY=$(CURDIR)/$(OUT)/kubeboot go test -count=1 -v -run Example ./cluster
 
 clean:
 	rm -rf $(OUT)

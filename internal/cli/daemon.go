@@ -106,21 +106,7 @@ components to run as spec files in /etc/kubernetes/kubeboot/components.`,
 }
 
 func stopDaemon(ctx context.Context, g *GlobalFlags, s Streams) error {
-	fs := g.FS(false, s.Out)
-	pid := daemon.Running(fs)
-	if pid == 0 {
-		fmt.Fprintln(s.Out, "[daemon] No kubeboot daemon runs")
-		return nil
-	}
-	fmt.Fprintf(s.Out, "[daemon] Stopping the kubeboot daemon (pid %d) and its components\n", pid)
-	start := time.Now()
-	err := daemon.Stop(ctx, fs, 2*time.Minute, func(waited time.Duration) {
-		fmt.Fprintf(s.Out, "[daemon] Still stopping (%s)\n", waited.Round(time.Second))
-	})
-	if err == nil {
-		fmt.Fprintf(s.Out, "[daemon] Stopped after %s\n", time.Since(start).Round(time.Millisecond))
-	}
-	return err
+	return daemon.StopAndReport(ctx, g.FS(false, s.Out), s.Out)
 }
 
 func newStatusCommand(g *GlobalFlags, s Streams) *cobra.Command {

@@ -5,22 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
-	"github.com/kubeboot/kubeboot/internal/phases/initphases"
-	"github.com/kubeboot/kubeboot/internal/workflow"
+	"github.com/kubeboot/kubeboot/cluster"
 	"github.com/kubeboot/kubeboot/pkg/cleanup"
 	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
@@ -109,20 +106,20 @@ func devUp(parent context.Context, g *GlobalFlags, s Streams, o devUpOptions) er
 	if err := os.MkdirAll(g.Root, 0o755); err != nil {
 		return err
 	}
-	// init's own flags and configuration, as `kubeboot init` would take
-	// them on the command line.
-	opts := &initOptions{}
-	flags := pflag.NewFlagSet("dev up", pflag.ContinueOnError)
-	opts.addFlags(flags)
-	args := []string{}
-	if o.advertise != "" {
-		args = append(args, "--apiserver-advertise-address", o.advertise)
+	c := &config.Config{}
+	c.EnsureInit()
+	c.Init.LocalAPIEndpoint.AdvertiseAddress = o.advertise
+	c.Init.NodeRegistration.Name = o.nodeName
+	exe, err := os.Executable()
+	if err != nil {
+		return err
 	}
-	if o.nodeName != "" {
-		args = append(args, "--node-name", o.nodeName)
-	}
-	if o.mode == modeAll {
-		args = append(args, "--single-node")
+	opts := cluster.InitOptions{
+		// The cluster goes with dev up: a failure is not kept for
+		// inspection, and says so itself.
+		Node:    cluster.Node{Root: g.Root, Out: s.Out, SkipPhases: []string{"show-join-command"}},
+		Runtime: cluster.Runtime{Binary: exe},
+		Config:  c, SingleNode: o.mode == modeAll, ControlPlaneOnly: o.mode == modeControlPlane,
 	}
 	var reused []string
 	for _, p := range preserved {
@@ -132,25 +129,7 @@ func devUp(parent context.Context, g *GlobalFlags, s Streams, o devUpOptions) er
 	}
 	if len(reused) > 0 {
 		// A preserved etcd data dir is the point, not an error.
-		args = append(args, "--ignore-preflight-errors", "DirAvailable--var-lib-etcd")
-	}
-	if err := flags.Parse(args); err != nil {
-		return err
-	}
-	d, wo, err := opts.build(g, s, flags)
-	if err != nil {
-		return err
-	}
-	d.ControlPlaneOnly = o.mode == modeControlPlane
-	wo.Skip = append(wo.Skip, "show-join-command")
-	if d.ControlPlaneOnly {
-		// kube-proxy's add-on only stores its configuration, for nodes that
-		// join (dev up --mode node).
-		wo.Skip = append(wo.Skip, "kubelet-start", "mark-control-plane", "kubelet-finalize", "addon/coredns")
-	}
-	runner := &workflow.Runner[*initphases.Data]{Phases: initphases.Phases()}
-	if err := runner.Validate(wo); err != nil {
-		return err
+		opts.IgnorePreflightErrors = []string{"DirAvailable--var-lib-etcd"}
 	}
 	fmt.Fprintf(s.Out, "[dev] A %s cluster under %s\n", o.mode, g.Root)
 	if len(reused) > 0 {
@@ -158,8 +137,7 @@ func devUp(parent context.Context, g *GlobalFlags, s Streams, o devUpOptions) er
 	}
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	d.PrepareKeys()
-	runErr := runner.Run(ctx, d, wo)
+	_, runErr := cluster.Init(ctx, opts)
 	if runErr == nil {
 		printDevStatus(s, fs)
 		fmt.Fprintf(s.Out, "\n[dev] The cluster is up. To use it:\n\nexport KUBECONFIG=%s\n\n", fs.Path(path.Join(kubeconfig.Dir, "admin.conf")))
@@ -258,18 +236,12 @@ func devDown(s Streams, g *GlobalFlags, fs fsys.FS, o devUpOptions) error {
 	if o.mode == modeAll || o.mode == modeNode {
 		// The node side leaves containers, mounts, iptables rules and
 		// cgroups: reset knows them.
-		exe, err := os.Executable()
-		if err != nil {
-			return err
-		}
-		args := []string{"--root", g.Root, "reset", "--force"}
+		ro := cluster.ResetOptions{Node: cluster.Node{Root: g.Root, Out: s.Out, Err: s.Err}, Force: true}
 		if o.preserve {
 			// The member stays, with its data, for the next dev up.
-			args = append(args, "--skip-phases", "remove-etcd-member")
+			ro.SkipPhases = []string{"remove-etcd-member"}
 		}
-		c := exec.CommandContext(ctx, exe, args...)
-		c.Stdout, c.Stderr = s.Out, s.Err
-		if err := c.Run(); err != nil {
+		if err := cluster.Reset(ctx, ro); err != nil {
 			return fmt.Errorf("kubeboot reset: %w", err)
 		}
 	} else {
@@ -300,7 +272,7 @@ func devDown(s Streams, g *GlobalFlags, fs fsys.FS, o devUpOptions) error {
 }
 
 // devUpNode joins a node to a dev control plane: a token from its
-// admin.conf, then kubeboot join, as an operator would type them.
+// admin.conf, then a join with it, as an operator would.
 func devUpNode(parent context.Context, g *GlobalFlags, s Streams, cpRoot, nodeName string, ownRoot bool) error {
 	exe, err := os.Executable()
 	if err != nil {
@@ -310,25 +282,22 @@ func devUpNode(parent context.Context, g *GlobalFlags, s Streams, cpRoot, nodeNa
 	if _, err := os.Stat(admin); err != nil {
 		return fmt.Errorf("no control plane to join under %s (%v): start one with `kubeboot dev up --mode control-plane`, or give --control-plane-root", cpRoot, err)
 	}
-	out, err := exec.Command(exe, "token", "create", "--ttl", "1h", "--description", "kubeboot dev up --mode node",
-		"--print-join-command", "--kubeconfig", admin).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("creating a bootstrap token with %s: %v\n%s", admin, err, out)
-	}
-	join := strings.Fields(strings.ReplaceAll(string(out), "\\", " "))
-	if len(join) < 3 || join[0] != "kubeboot" || join[1] != "join" {
-		return fmt.Errorf("unexpected join command: %s", out)
-	}
-	args := append([]string{"--root", g.Root}, join[1:]...)
-	if nodeName != "" {
-		args = append(args, "--node-name", nodeName)
-	}
-	fmt.Fprintf(s.Out, "[dev] A node under %s, joining the control plane of %s\n", g.Root, cpRoot)
 	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	c := exec.Command(exe, args...)
-	c.Stdout, c.Stderr = s.Out, s.Err
-	runErr := c.Run()
+	join, err := cluster.CreateToken(ctx, cluster.TokenOptions{Kubeconfig: admin, TTL: time.Hour, Description: "kubeboot dev up --mode node"})
+	if err != nil {
+		return fmt.Errorf("creating a bootstrap token with %s: %w", admin, err)
+	}
+	c := join.Config()
+	c.Join.NodeRegistration.Name = nodeName
+	fmt.Fprintf(s.Out, "[dev] A node under %s, joining the control plane of %s\n", g.Root, cpRoot)
+	// A Ctrl-C during the join lets it finish: the node must reach the
+	// cluster through its own load balancer to take itself out again.
+	_, runErr := cluster.Join(parent, cluster.JoinOptions{
+		Node:    cluster.Node{Root: g.Root, Out: s.Out, Err: s.Err},
+		Runtime: cluster.Runtime{Binary: exe},
+		Config:  c,
+	})
 	fs := fsys.NewRoot(g.Root)
 	if runErr == nil && ctx.Err() == nil {
 		printDevStatus(s, fs)

@@ -3,9 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
@@ -15,12 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
-	"k8s.io/kubernetes/cmd/kubeadm/app/phases/bootstraptoken/clusterinfo"
 
+	"github.com/kubeboot/kubeboot/cluster"
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/bootstrap"
 	"github.com/kubeboot/kubeboot/pkg/component"
@@ -134,102 +128,22 @@ configuration and this node's address and name. Every object comes back; more
 control planes join as usual.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if advertise == "" || nodeName == "" {
-				return fmt.Errorf("--apiserver-advertise-address and --node-name are required: the restored member and control plane are this node's")
-			}
-			fs := g.FS(false, s.Out)
-			b, err := etcdbackup.Read(args[0])
-			if err != nil {
-				return err
-			}
-			defer b.Close()
-			cfg := b.Config
-			if cfg.Cluster.Etcd.Local == nil {
-				return fmt.Errorf("%s is of a cluster with external etcd", args[0])
-			}
-			// Nothing of kubeboot's may be here: restore writes the keys
-			// and etcd's data before init.
-			for _, p := range []string{component.SpecDir, path.Join(kubeconfig.Dir, "admin.conf"), path.Join(cfg.Cluster.CertificatesDir, "ca.key")} {
-				if fsys.Exists(fs, p) {
-					return fmt.Errorf("%s exists: restore needs a node where kubeboot has nothing yet; run `kubeboot reset` first", fs.Path(p))
-				}
-			}
-			if entries, _ := os.ReadDir(fs.Path(cfg.Cluster.Etcd.Local.DataDir)); len(entries) > 0 {
-				return fmt.Errorf("etcd's data directory %s is not empty; run `kubeboot reset` first", fs.Path(cfg.Cluster.Etcd.Local.DataDir))
-			}
-			fmt.Fprintf(s.Out, "[restore] Snapshot of %s at revision %d (%d keys), Kubernetes %s, taken %s\n",
-				b.Manifest.Node, b.Manifest.Revision, b.Manifest.Keys, b.Manifest.KubernetesVersion, b.Manifest.Created.Format(time.RFC3339))
-			cfg.Init = &kubeadmv1.InitConfiguration{}
-			cfg.Init.LocalAPIEndpoint.AdvertiseAddress = advertise
-			cfg.Init.NodeRegistration.Name = nodeName
-			if err := cfg.DefaultInit(config.DetectHost()); err != nil {
-				return err
-			}
-			if err := cfg.Validate(); err != nil {
-				return err
-			}
-			peer := "https://" + net.JoinHostPort(advertise, "2380")
-			fmt.Fprintf(s.Out, "[restore] Writing the cluster's keys to %q and etcd's data to %q, as member %q at %s\n",
-				fs.Path(cfg.Cluster.CertificatesDir), fs.Path(cfg.Cluster.Etcd.Local.DataDir), nodeName, peer)
-			if err := b.RestoreData(fs, cfg, nodeName, peer); err != nil {
-				return fmt.Errorf("restoring etcd's data: %w", err)
-			}
-			// init, with the cluster's configuration and this node's.
-			conf, err := cfg.Marshal()
-			if err != nil {
-				return err
-			}
-			tmp, err := os.CreateTemp("", "kubeboot-restore-*.yaml")
-			if err != nil {
-				return err
-			}
-			defer os.Remove(tmp.Name())
-			if _, err := tmp.Write(conf); err != nil {
-				return err
-			}
-			tmp.Close()
 			exe, err := os.Executable()
 			if err != nil {
 				return err
 			}
-			dataDirCheck := "DirAvailable-" + strings.ReplaceAll(cfg.Cluster.Etcd.Local.DataDir, "/", "-")
-			initArgs := []string{"--root", g.Root, "init", "--config", tmp.Name(), "--ignore-preflight-errors", strings.Join(append([]string{dataDirCheck}, ignore...), ",")}
-			fmt.Fprintf(s.Out, "[restore] Running kubeboot init with the cluster's configuration\n")
-			c := exec.CommandContext(cmd.Context(), exe, initArgs...)
-			c.Stdout, c.Stderr = s.Out, s.Err
-			if err := c.Run(); err != nil {
-				return fmt.Errorf("kubeboot init on the restored data: %w (`kubeboot reset` removes what it made)", err)
-			}
-			return refreshClusterInfo(cmd.Context(), s, fs)
+			_, err = cluster.Restore(cmd.Context(), cluster.RestoreOptions{
+				Node:     cluster.Node{Root: g.Root, Out: s.Out, Err: s.Err},
+				Runtime:  cluster.Runtime{Binary: exe, IgnorePreflightErrors: ignore},
+				Snapshot: args[0], AdvertiseAddress: advertise, NodeName: nodeName,
+			})
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&advertise, "apiserver-advertise-address", "", "This node's address: the restored etcd member's and API server's")
 	cmd.Flags().StringVar(&nodeName, "node-name", "", "This node's name")
 	cmd.Flags().StringSliceVar(&ignore, "ignore-preflight-errors", nil, "Pre-flight checks whose errors become warnings, as for init")
 	return cmd
-}
-
-// refreshClusterInfo rebuilds kube-public/cluster-info from this node's
-// admin.conf: the restored one names the old cluster's endpoint, and
-// kubeadm's phase keeps an existing one.
-func refreshClusterInfo(ctx context.Context, s Streams, fs fsys.FS) error {
-	admin := fs.Path(path.Join(kubeconfig.Dir, "admin.conf"))
-	c, _, err := apiclient.FromKubeconfig(admin, "")
-	if err != nil {
-		return err
-	}
-	kc, err := clientcmd.LoadFromFile(admin)
-	if err != nil {
-		return err
-	}
-	if err := c.CoreV1().ConfigMaps(metav1.NamespacePublic).Delete(ctx, "cluster-info", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	if err := clusterinfo.CreateBootstrapConfigMapIfNotExists(c, kc); err != nil {
-		return err
-	}
-	fmt.Fprintf(s.Out, "[restore] Rebuilt the \"cluster-info\" ConfigMap for this control plane's endpoint\n")
-	return nil
 }
 
 func newEtcdMembersCommand(g *GlobalFlags, s Streams) *cobra.Command {

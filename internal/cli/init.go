@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -10,12 +9,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/kubeboot/kubeboot/cluster"
 	"github.com/kubeboot/kubeboot/internal/phases/initphases"
 	"github.com/kubeboot/kubeboot/internal/workflow"
 	"github.com/kubeboot/kubeboot/pkg/config"
-	"github.com/kubeboot/kubeboot/pkg/daemon"
-	"github.com/kubeboot/kubeboot/pkg/hardening"
-	"github.com/kubeboot/kubeboot/pkg/node"
 )
 
 // initOptions are the flags of `init` and of each `init phase` command.
@@ -35,8 +32,8 @@ type initOptions struct {
 }
 
 func (o *initOptions) addFlags(fs *pflag.FlagSet) {
-	o.cfg.AddFlags(fs)
-	o.lifecycle.AddFlags(fs)
+	addInitConfigFlags(fs, &o.cfg)
+	addLifecycleFlags(fs, &o.lifecycle)
 	addRegistryMirrorFlag(fs, &o.registryMirrors)
 	fs.BoolVar(&o.dryRun, "dry-run", false, "Don't apply any changes; just output what would be done")
 	fs.StringSliceVar(&o.ignorePreflightErrors, "ignore-preflight-errors", nil, "Pre-flight checks whose errors become warnings, e.g. 'Port-6443,IsPrivilegedUser'; 'all' ignores every check")
@@ -50,104 +47,53 @@ func (o *initOptions) addFlags(fs *pflag.FlagSet) {
 }
 
 func newInitCommand(g *GlobalFlags, s Streams) *cobra.Command {
-	runner := &workflow.Runner[*initphases.Data]{Phases: initphases.Phases()}
-	setup := func(cmd *cobra.Command) func(context.Context, []string) (*initphases.Data, workflow.Options, error) {
-		o := &initOptions{}
-		o.addFlags(cmd.Flags())
-		return func(ctx context.Context, _ []string) (*initphases.Data, workflow.Options, error) {
-			return o.build(g, s, cmd.Flags())
-		}
-	}
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Run this command in order to set up the Kubernetes control plane",
-		Long:  "Run this command in order to set up the Kubernetes control plane.\n\n" + runner.Help("init"),
-		Args:  cobra.NoArgs,
+		Long:  "Run this command in order to set up the Kubernetes control plane.\n\n",
 	}
-	build := setup(cmd)
-	var skip []string
-	cmd.Flags().StringSliceVar(&skip, "skip-phases", nil, "List of phases to be skipped, e.g. 'addon/coredns,upload-certs'")
-	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		d, o, err := build(cmd.Context(), nil)
-		if err != nil {
+	runner := &workflow.Runner[*initphases.Data]{Phases: initphases.Phases()}
+	runner.BindToCommand(cmd, func(cmd *cobra.Command) func(context.Context, []string, workflow.Selection) error {
+		o := &initOptions{}
+		o.addFlags(cmd.Flags())
+		return func(ctx context.Context, _ []string, sel workflow.Selection) error {
+			opts, err := o.options(g, s, cmd.Flags())
+			if err != nil {
+				return err
+			}
+			opts.Phase, opts.SkipPhases = sel.Only, sel.Skip
+			if os.Getenv("KUBEBOOT_TRACE") != "" {
+				// Phase timings for benchmarks and for finding what is slow.
+				start := time.Now()
+				opts.PhaseDone = func(path string) {
+					fmt.Fprintf(s.Out, "[trace] phase %s done after %s\n", path, time.Since(start).Round(time.Millisecond))
+				}
+			}
+			_, err = cluster.Init(ctx, opts)
 			return err
 		}
-		o.Skip = append(o.Skip, skip...)
-		if err := runner.Validate(o); err != nil {
-			return err
-		}
-		fmt.Fprintf(s.Out, "[init] Using Kubernetes version: %s\n", d.Cfg.Cluster.KubernetesVersion)
-		for _, h := range d.Hardened {
-			fmt.Fprintf(s.Out, "[hardened] %s\n", h)
-		}
-		d.PrepareKeys()
-		if os.Getenv("KUBEBOOT_TRACE") != "" {
-			// Phase timings for benchmarks and for finding what is slow.
-			o.Done = func(path string) {
-				fmt.Fprintf(s.Out, "[trace] phase %s done after %s\n", path, time.Since(d.Start).Round(time.Millisecond))
-			}
-		}
-		err = runner.Run(cmd.Context(), d, o)
-		if err != nil && d.StartedDaemon && cmd.Context().Err() != nil {
-			// Interrupted: stop what this run started, so that nothing runs
-			// half-configured. Files stay for `kubeboot reset` to remove.
-			fmt.Fprintln(s.Err, "[init] Interrupted: stopping the kubeboot daemon this run started")
-			stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if serr := daemon.Stop(stopCtx, d.FS, time.Minute, nil); serr != nil {
-				err = errors.Join(err, serr)
-			}
-		}
-		if err != nil {
-			if d.StartedDaemon && cmd.Context().Err() == nil {
-				fmt.Fprintf(s.Err, "[init] The node daemon keeps running for inspection (`kubeboot status`, logs in %s); `kubeboot reset` removes everything\n", d.FS.Path(daemon.LogDir))
-			}
-			return err
-		}
-		if o.DryRun {
-			fmt.Fprintln(s.Out, "[dryrun] Finished dry-running successfully. Above are the resources that would be created")
-		}
-		return nil
-	}
-	cmd.AddCommand(runner.PhaseCommand(setup))
+	})
 	return cmd
 }
 
-// build loads and validates the configuration before anything is written.
-func (o *initOptions) build(g *GlobalFlags, s Streams, fs *pflag.FlagSet) (*initphases.Data, workflow.Options, error) {
-	c, err := config.LoadInit(&o.cfg, fs, config.DetectHost())
+// options maps the flags onto the lifecycle API's.
+func (o *initOptions) options(g *GlobalFlags, s Streams, fs *pflag.FlagSet) (cluster.InitOptions, error) {
+	c, err := config.LoadInit(&o.cfg, given(fs), config.DetectHost())
 	if err != nil {
-		return nil, workflow.Options{}, err
-	}
-	if err := o.lifecycle.Validate(); err != nil {
-		return nil, workflow.Options{}, err
-	}
-	c.Lifecycle = o.lifecycle
-	var hardened []string
-	if o.hardened {
-		hardened = hardening.Apply(c)
+		return cluster.InitOptions{}, err
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return nil, workflow.Options{}, err
+		return cluster.InitOptions{}, err
 	}
-	d := initphases.NewData(c, explainFS(g.FS(o.dryRun, s.Out), o.explain, s), s.Out)
-	d.Exe = exe
-	d.IgnorePreflightErrors = o.ignorePreflightErrors
-	d.UploadCerts = o.uploadCerts
-	d.SkipTokenPrint = o.skipTokenPrint
-	d.SkipCertificateKeyPrint = o.skipCertKeyPrint
+	opts := cluster.InitOptions{
+		Node:    cluster.Node{Root: g.Root, DryRun: o.dryRun, Explain: o.explain, Out: s.Out, Err: s.Err},
+		Runtime: cluster.Runtime{Binary: exe, Lifecycle: &o.lifecycle, RegistryMirrors: o.registryMirrors, IgnorePreflightErrors: o.ignorePreflightErrors},
+		Config:  c, SingleNode: o.singleNode, Hardened: o.hardened, UploadCerts: o.uploadCerts,
+		SkipTokenPrint: o.skipTokenPrint, SkipCertificateKeyPrint: o.skipCertKeyPrint,
+	}
 	if fs.Changed("dns-upstream") {
-		d.DNSUpstream = &o.dnsUpstream
-		// Refuse a loopback upstream before anything is written.
-		if _, err := node.DNSUpstream(d.DNSUpstream, node.HostDNS{}); err != nil {
-			return nil, workflow.Options{}, err
-		}
+		opts.DNSUpstream = &o.dnsUpstream
 	}
-	if d.Mirrors, err = registryMirrors(o.registryMirrors, c.Init.NodeRegistration.CRISocket); err != nil {
-		return nil, workflow.Options{}, err
-	}
-	d.SingleNode = o.singleNode
-	d.Hardened = hardened
-	return d, workflow.Options{DryRun: o.dryRun, Skip: c.Init.SkipPhases, Out: s.Out}, nil
+	return opts, nil
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"path"
-	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -14,15 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	certutil "k8s.io/client-go/util/cert"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
-	nodebootstraptoken "k8s.io/kubernetes/cmd/kubeadm/app/phases/bootstraptoken/node"
-	kubeconfigutil "k8s.io/kubernetes/cmd/kubeadm/app/util/kubeconfig"
-	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
 
+	"github.com/kubeboot/kubeboot/cluster"
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/discovery"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
@@ -86,64 +81,19 @@ func newTokenCreateCommand(g *GlobalFlags, s Streams, o *tokenOptions) *cobra.Co
 generated. With --print-join-command the whole join command is printed.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			tokStr := ""
+			to := cluster.TokenOptions{Kubeconfig: o.file(g), TTL: ttl, Description: description, Usages: usages, Groups: groups, CertificateKey: certificateKey}
 			if len(args) == 1 {
-				tokStr = args[0]
-			} else {
-				var err error
-				if tokStr, err = bootstraputil.GenerateBootstrapToken(); err != nil {
-					return err
-				}
+				to.Token = args[0]
 			}
-			tok, err := bootstraptokenv1.NewBootstrapTokenString(tokStr)
+			join, err := cluster.CreateToken(cmd.Context(), to)
 			if err != nil {
-				return fmt.Errorf("token %q: must be of the form [a-z0-9]{6}.[a-z0-9]{16}", tokStr)
+				return err
 			}
-			if ttl < 0 {
-				return fmt.Errorf("--ttl must not be negative (0 means never expires)")
-			}
-			for _, u := range usages {
-				if !slices.Contains(bootstrapapi.KnownTokenUsages, u) {
-					return fmt.Errorf("--usages: unknown usage %q (known: %s)", u, strings.Join(bootstrapapi.KnownTokenUsages, ", "))
-				}
-			}
-			for _, gr := range groups {
-				if err := bootstraputil.ValidateBootstrapGroupName(gr); err != nil {
-					return fmt.Errorf("--groups: %w", err)
-				}
-			}
-			// What the join command needs is read before the token exists:
-			// a kubeconfig that cannot give it leaves no token behind.
-			var endpoint, hash string
 			if printJoin {
-				kc, err := clientcmd.LoadFromFile(o.file(g))
-				if err != nil {
-					return err
-				}
-				_, cl, err := kubeconfigutil.GetClusterFromKubeConfig(kc)
-				if err != nil {
-					return fmt.Errorf("%s: %w", o.file(g), err)
-				}
-				cas, err := certutil.ParseCertsPEM(cl.CertificateAuthorityData)
-				if err != nil || len(cas) == 0 {
-					return fmt.Errorf("%s has no CA certificate to pin: %v", o.file(g), err)
-				}
-				endpoint, hash = strings.TrimPrefix(cl.Server, "https://"), pubkeypin.Hash(cas[0])
+				fmt.Fprintln(s.Out, join)
+			} else {
+				fmt.Fprintln(s.Out, join.Token)
 			}
-			c, err := o.client(g)
-			if err != nil {
-				return err
-			}
-			bt := bootstraptokenv1.BootstrapToken{Token: tok, Description: description, TTL: &metav1.Duration{Duration: ttl}, Usages: usages, Groups: groups}
-			// kubeadm's own: refuses a token ID that exists already.
-			if err := nodebootstraptoken.CreateNewTokens(c, []bootstraptokenv1.BootstrapToken{bt}); err != nil {
-				return err
-			}
-			if !printJoin {
-				fmt.Fprintln(s.Out, tok.String())
-				return nil
-			}
-			fmt.Fprintln(s.Out, discovery.JoinCommandLine(endpoint, tok.String(), hash, certificateKey != "", certificateKey))
 			return nil
 		},
 	}

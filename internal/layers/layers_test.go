@@ -1,36 +1,44 @@
 // Package layers holds the test that keeps kubeboot's import graph
-// pointing down: cmd → internal/cli → internal/... and pkg/... → pkg/...,
-// never back up (docs/design.md §3).
+// pointing down: cmd → internal/cli → cluster (the lifecycle API) →
+// internal/... → pkg/..., never back up (docs/design.md §3).
 package layers
 
 import (
 	"bufio"
 	"bytes"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
 const module = "github.com/kubeboot/kubeboot/"
 
-// layer is where a package sits, from the bottom: pkg, internal, the CLI,
-// the commands. The tests' and benchmarks' helpers (test/..., bench/...)
-// sit above them all; hack/ holds commands.
+// layer is where a package sits, from the bottom: pkg, internal, the
+// lifecycle API, the CLI, the commands. The tests' and benchmarks'
+// helpers (test/..., bench/...) sit above them all; hack/ holds commands.
 func layer(pkg string) int {
 	p := strings.TrimPrefix(pkg, module)
 	switch {
 	case strings.HasPrefix(p, "pkg/"):
 		return 0
 	case p == "internal/cli":
-		return 2
+		return 3
 	case strings.HasPrefix(p, "internal/"):
 		return 1
+	case p == "cluster":
+		return 2
 	case strings.HasPrefix(p, "cmd/"):
-		return 3
-	default:
 		return 4
+	default:
+		return 5
 	}
 }
+
+// flagPackages are the command line's: only the CLI and the workflow's
+// command binding know them; the libraries and the API take typed
+// options.
+var flagPackages = []string{"github.com/spf13/pflag", "github.com/spf13/cobra"}
 
 // No package imports one from a layer above its own: pkg never imports
 // internal, nothing but the commands imports the CLI, and no library
@@ -55,6 +63,9 @@ func TestImportsPointDown(t *testing.T) {
 		from := f[0]
 		n++
 		for _, to := range f[1:] {
+			if (layer(from) == 0 || layer(from) == 2) && slices.Contains(flagPackages, to) {
+				t.Errorf("%s imports %s: a library takes typed options, the CLI maps flags onto them", strings.TrimPrefix(from, module), to)
+			}
 			if !strings.HasPrefix(to, module) {
 				continue
 			}

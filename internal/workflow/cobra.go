@@ -6,27 +6,45 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Setup registers a command's flags and returns how to build the run data
-// and options once the flags and arguments are parsed. It is called once
-// per generated command, so every command has its own flag values.
-type Setup[D any] func(cmd *cobra.Command) func(ctx context.Context, args []string) (D, Options, error)
+// Selection is what a command's phase flag and subcommands select.
+type Selection struct {
+	// Only is the phase a `phase` subcommand runs ("certs/apiserver");
+	// "" is the whole workflow.
+	Only string
+	// Skip lists the phases --skip-phases leaves out.
+	Skip []string
+}
 
-// PhaseCommand returns the `phase` command of a workflow: one subcommand
-// per phase, nested as the tree is, and an `all` subcommand under every
-// phase that has sub-phases.
-func (r *Runner[D]) PhaseCommand(setup Setup[D]) *cobra.Command {
-	cmd := &cobra.Command{
+// Setup registers a command's flags and returns how to run it once the
+// flags and arguments are parsed. It is called once per command the
+// workflow binds, so every command has its own flag values.
+type Setup func(cmd *cobra.Command) func(ctx context.Context, args []string, sel Selection) error
+
+// BindToCommand makes cmd run the workflow, as kubeadm's BindToCommand
+// does: the phase list in its help, --skip-phases, and a `phase`
+// subcommand with one subcommand per phase, nested as the tree is, and an
+// `all` subcommand under every phase that has sub-phases.
+func (r *Runner[D]) BindToCommand(cmd *cobra.Command, setup Setup) {
+	cmd.Long += r.Help(cmd.Name())
+	cmd.Args = r.args()
+	run := setup(cmd)
+	var skip []string
+	cmd.Flags().StringSliceVar(&skip, "skip-phases", nil, "List of phases to be skipped")
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		return run(cmd.Context(), args, Selection{Skip: skip})
+	}
+	phases := &cobra.Command{
 		Use:   "phase",
 		Short: "Use this command to invoke single phase of the workflow",
 		Args:  cobra.NoArgs,
 	}
 	for _, p := range r.Phases {
-		cmd.AddCommand(r.phaseCommand(p, p.Name, setup))
+		phases.AddCommand(r.phaseCommand(p, p.Name, setup))
 	}
-	return cmd
+	cmd.AddCommand(phases)
 }
 
-func (r *Runner[D]) phaseCommand(p Phase[D], path string, setup Setup[D]) *cobra.Command {
+func (r *Runner[D]) phaseCommand(p Phase[D], path string, setup Setup) *cobra.Command {
 	short := p.Short
 	if p.Pending != "" {
 		short += " (not implemented yet)"
@@ -37,10 +55,10 @@ func (r *Runner[D]) phaseCommand(p Phase[D], path string, setup Setup[D]) *cobra
 		Long:  p.Long,
 		Args:  r.args(),
 	}
-	r.bindRun(cmd, path, setup)
+	r.bindPhase(cmd, path, setup)
 	if len(p.Phases) > 0 {
 		all := &cobra.Command{Use: "all", Short: "Run all of " + p.Name + "'s sub-phases", Args: r.args()}
-		r.bindRun(all, path, setup)
+		r.bindPhase(all, path, setup)
 		cmd.AddCommand(all)
 		for _, sub := range p.Phases {
 			cmd.AddCommand(r.phaseCommand(sub, path+"/"+sub.Name, setup))
@@ -49,16 +67,10 @@ func (r *Runner[D]) phaseCommand(p Phase[D], path string, setup Setup[D]) *cobra
 	return cmd
 }
 
-func (r *Runner[D]) bindRun(cmd *cobra.Command, path string, setup Setup[D]) {
-	build := setup(cmd)
+func (r *Runner[D]) bindPhase(cmd *cobra.Command, path string, setup Setup) {
+	run := setup(cmd)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		d, o, err := build(cmd.Context(), args)
-		if err != nil {
-			return err
-		}
-		o.Only = path
-		o.Skip = nil
-		return r.Run(cmd.Context(), d, o)
+		return run(cmd.Context(), args, Selection{Only: path})
 	}
 }
 

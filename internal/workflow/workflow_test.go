@@ -94,10 +94,24 @@ func TestHelpAndCommands(t *testing.T) {
 		}
 	}
 	d := &data{}
-	cmd := r.PhaseCommand(func(_ *cobra.Command) func(context.Context, []string) (*data, Options, error) {
-		return func(context.Context, []string) (*data, Options, error) { return d, Options{}, nil }
+	cmd := &cobra.Command{Use: "init"}
+	r.BindToCommand(cmd, func(_ *cobra.Command) func(context.Context, []string, Selection) error {
+		return func(ctx context.Context, _ []string, sel Selection) error {
+			return r.Run(ctx, d, Options{Only: sel.Only, Skip: sel.Skip})
+		}
 	})
-	cmd.SetArgs([]string{"certs", "all"})
+	if !strings.Contains(cmd.Long, "  /ca") {
+		t.Errorf("the command's help lacks the phases:\n%s", cmd.Long)
+	}
+	cmd.SetArgs([]string{"--skip-phases", "certs/ca,later"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(d.ran, "certs/apiserver") || slices.Contains(d.ran, "certs/ca") {
+		t.Errorf("--skip-phases certs/ca ran %v", d.ran)
+	}
+	d.ran = nil
+	cmd.SetArgs([]string{"phase", "certs", "all"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +119,7 @@ func TestHelpAndCommands(t *testing.T) {
 		t.Errorf("`phase certs all` ran %v", d.ran)
 	}
 	d.ran = nil
-	cmd.SetArgs([]string{"certs", "apiserver"})
+	cmd.SetArgs([]string{"phase", "certs", "apiserver"})
 	if err := cmd.Execute(); err != nil {
 		t.Fatal(err)
 	}

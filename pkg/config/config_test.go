@@ -4,8 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-
-	"github.com/spf13/pflag"
 )
 
 var testHost = Host{Hostname: "node-a", DefaultIP: "10.10.0.2"}
@@ -155,62 +153,6 @@ func TestDefaultsPrintedAreValid(t *testing.T) {
 			t.Errorf("init defaults lack %q:\n%s", want, out)
 		}
 	}
-}
-
-func TestFlagsAndConfigFile(t *testing.T) {
-	newFlags := func(args ...string) (*InitFlags, *pflag.FlagSet) {
-		f := &InitFlags{}
-		fs := pflag.NewFlagSet("init", pflag.ContinueOnError)
-		f.AddFlags(fs)
-		fs.Bool("dry-run", false, "")
-		if err := fs.Parse(args); err != nil {
-			t.Fatal(err)
-		}
-		return f, fs
-	}
-	t.Run("flags only", func(t *testing.T) {
-		f, fs := newFlags("--apiserver-advertise-address=10.1.0.5", "--control-plane-endpoint=vip.example.com:8443",
-			"--pod-network-cidr=10.244.0.0/16", "--service-cidr=10.112.0.0/16", "--node-name=n1",
-			"--apiserver-cert-extra-sans=a.example.com,10.9.9.9", "--token=abcdef.0123456789abcdef", "--token-ttl=2h")
-		c, err := LoadInit(f, fs, testHost)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.Init.LocalAPIEndpoint.AdvertiseAddress != "10.1.0.5" || c.Cluster.ControlPlaneEndpoint != "vip.example.com:8443" ||
-			c.Cluster.Networking.ServiceSubnet != "10.112.0.0/16" || c.Init.NodeRegistration.Name != "n1" ||
-			len(c.Cluster.APIServer.CertSANs) != 2 || c.Init.BootstrapTokens[0].Token.String() != "abcdef.0123456789abcdef" ||
-			c.Init.BootstrapTokens[0].TTL.Duration.Hours() != 2 {
-			t.Errorf("flags not applied: %+v %+v", c.Init, c.Cluster)
-		}
-	})
-	t.Run("generated token and host defaults", func(t *testing.T) {
-		f, fs := newFlags()
-		c, err := LoadInit(f, fs, testHost)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.Init.NodeRegistration.Name != "node-a" || c.Init.LocalAPIEndpoint.AdvertiseAddress != "10.10.0.2" || c.Init.BootstrapTokens[0].Token == nil {
-			t.Errorf("dynamic defaults missing: %+v", c.Init)
-		}
-	})
-	t.Run("bad token flag", func(t *testing.T) {
-		f, fs := newFlags("--token=nope")
-		if _, err := LoadInit(f, fs, testHost); err == nil || !strings.Contains(err.Error(), "--token") {
-			t.Fatalf("got %v", err)
-		}
-	})
-	t.Run("config mixed with flags", func(t *testing.T) {
-		f, fs := newFlags("--config=/nonexistent", "--pod-network-cidr=10.244.0.0/16")
-		_, err := LoadInit(f, fs, testHost)
-		if err == nil || !strings.Contains(err.Error(), "can not mix '--config' with arguments [--pod-network-cidr]") {
-			t.Fatalf("got %v", err)
-		}
-	})
-	t.Run("config with allowed flags", func(t *testing.T) {
-		if err := CheckMixedFlags(func() *pflag.FlagSet { _, fs := newFlags("--config=x", "--node-name=n", "--dry-run"); return fs }()); err != nil {
-			t.Fatal(err)
-		}
-	})
 }
 
 // FuzzParse checks that no input makes the parser panic and that whatever

@@ -3,11 +3,11 @@ package config
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/spf13/pflag"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
 )
@@ -31,7 +31,8 @@ const (
 	FlagCertificateKey       = "certificate-key"
 )
 
-// InitFlags are the configuration flags of `init` and its phases.
+// InitFlags are the values of the configuration flags of `init` and its
+// phases; the CLI declares the flags and their defaults.
 type InitFlags struct {
 	ConfigFile           string
 	AdvertiseAddress     string
@@ -50,25 +51,6 @@ type InitFlags struct {
 	CertificateKey       string
 }
 
-// AddFlags registers the flags on fs.
-func (f *InitFlags) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.ConfigFile, FlagConfig, "", "Path to a kubeadm v1beta4 configuration file (InitConfiguration, ClusterConfiguration, KubeletConfiguration, KubeProxyConfiguration)")
-	fs.StringVar(&f.AdvertiseAddress, FlagAdvertiseAddress, "", "The IP address the API server advertises it is listening on (default: the address of the default-route interface)")
-	fs.Int32Var(&f.BindPort, FlagBindPort, 6443, "Port for the API server to bind to")
-	fs.StringVar(&f.ControlPlaneEndpoint, FlagControlPlaneEndpoint, "", "A stable IP address or DNS name (with optional port) for the control plane; every kubeconfig kubeboot writes uses it")
-	fs.StringVar(&f.PodNetworkCIDR, FlagPodNetworkCIDR, DefaultPodSubnet, "The range of IP addresses for the pod network; node pod CIDRs are allocated from it")
-	fs.StringVar(&f.ServiceCIDR, FlagServiceCIDR, "10.96.0.0/12", "The range of IP addresses for service VIPs")
-	fs.StringVar(&f.ServiceDNSDomain, FlagServiceDNSDomain, "cluster.local", "The DNS domain of services")
-	fs.StringVar(&f.NodeName, FlagNodeName, "", "The node's name (default: the hostname)")
-	fs.StringVar(&f.CertDir, FlagCertDir, "/etc/kubernetes/pki", "Where certificates are stored (under --root)")
-	fs.StringVar(&f.KubernetesVersion, FlagKubernetesVersion, "", "The Kubernetes version of the control plane; kubeboot runs the one it embeds")
-	fs.StringSliceVar(&f.CertSANs, FlagCertSANs, nil, "Extra Subject Alternative Names (IPs or DNS names) for the API server certificate")
-	fs.StringVar(&f.Token, FlagToken, "", "The bootstrap token, of the form [a-z0-9]{6}.[a-z0-9]{16} (default: generated)")
-	fs.DurationVar(&f.TokenTTL, FlagTokenTTL, 24*time.Hour, "How long the bootstrap token is valid; 0 means it never expires")
-	fs.StringVar(&f.CRISocket, FlagCRISocket, "", "The CRI socket of a container runtime you run; by default kubeboot runs containerd itself")
-	fs.StringVar(&f.CertificateKey, FlagCertificateKey, "", "The key that encrypts the control-plane certificates in the kubeadm-certs Secret (64 hex characters)")
-}
-
 // allowedWithConfig are the flags kubeadm lets stand beside --config;
 // every flag starting with "skip-" is allowed too.
 var allowedWithConfig = map[string]bool{
@@ -82,20 +64,27 @@ var allowedWithConfig = map[string]bool{
 	"registry-mirror": true,
 }
 
+// Given names the flags given on the command line (not left at their
+// defaults); the CLI fills it from its flag set.
+type Given []string
+
+// Has reports whether the flag name was given.
+func (g Given) Has(name string) bool { return slices.Contains(g, name) }
+
 // CheckMixedFlags refuses configuration flags next to --config, as kubeadm
 // does: a file is the whole configuration, and a flag that silently lost
 // against it (or won over it) would surprise either way.
-func CheckMixedFlags(fs *pflag.FlagSet) error {
-	if !fs.Changed(FlagConfig) {
+func CheckMixedFlags(given Given) error {
+	if !given.Has(FlagConfig) {
 		return nil
 	}
 	var mixed []string
-	fs.Visit(func(f *pflag.Flag) {
-		if allowedWithConfig[f.Name] || strings.HasPrefix(f.Name, "skip-") {
-			return
+	for _, name := range given {
+		if allowedWithConfig[name] || strings.HasPrefix(name, "skip-") {
+			continue
 		}
-		mixed = append(mixed, "--"+f.Name)
-	})
+		mixed = append(mixed, "--"+name)
+	}
 	if len(mixed) > 0 {
 		sort.Strings(mixed)
 		return fmt.Errorf("can not mix '--config' with arguments %v: put these settings in the configuration file", mixed)
@@ -113,10 +102,10 @@ func ReadFile(path string) (*Config, error) {
 }
 
 // LoadInit builds the configuration of `init` from --config or from the
-// flags, applies defaults and validates it. fs is the command's flag set,
-// used to tell flags given on the command line from defaults.
-func LoadInit(f *InitFlags, fs *pflag.FlagSet, h Host) (*Config, error) {
-	if err := CheckMixedFlags(fs); err != nil {
+// flags, applies defaults and validates it. given tells flags given on the
+// command line from defaults.
+func LoadInit(f *InitFlags, given Given, h Host) (*Config, error) {
+	if err := CheckMixedFlags(given); err != nil {
 		return nil, err
 	}
 	var c *Config
@@ -129,10 +118,10 @@ func LoadInit(f *InitFlags, fs *pflag.FlagSet, h Host) (*Config, error) {
 			return nil, &DocError{Source: f.ConfigFile, Err: fmt.Errorf("no InitConfiguration or ClusterConfiguration document: `init` needs at least one of them")}
 		}
 		c.EnsureInit()
-		if fs.Changed(FlagNodeName) {
+		if given.Has(FlagNodeName) {
 			c.Init.NodeRegistration.Name = f.NodeName
 		}
-		if fs.Changed(FlagCertificateKey) {
+		if given.Has(FlagCertificateKey) {
 			c.Init.CertificateKey = f.CertificateKey
 		}
 	} else {

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 
-	"github.com/spf13/pflag"
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 )
 
@@ -17,7 +16,8 @@ const (
 	FlagControlPlane        = "control-plane"
 )
 
-// JoinFlags are the configuration flags of `join` and its phases.
+// JoinFlags are the values of the configuration flags of `join` and its
+// phases; the CLI declares the flags and their defaults.
 type JoinFlags struct {
 	ConfigFile        string
 	NodeName          string
@@ -34,28 +34,11 @@ type JoinFlags struct {
 	CertificateKey    string
 }
 
-// AddFlags registers the flags on fs.
-func (f *JoinFlags) AddFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.ConfigFile, FlagConfig, "", "Path to a kubeadm v1beta4 JoinConfiguration file")
-	fs.StringVar(&f.NodeName, FlagNodeName, "", "The node's name (default: the hostname)")
-	fs.StringVar(&f.CRISocket, FlagCRISocket, "", "The CRI socket of a container runtime you run; by default kubeboot runs containerd itself")
-	fs.StringVar(&f.Token, FlagToken, "", "Use this token for both discovery-token and tls-bootstrap-token when those values are not provided")
-	fs.StringVar(&f.DiscoveryToken, FlagDiscoveryToken, "", "The token to validate cluster information fetched from the API server")
-	fs.StringSliceVar(&f.CACertHashes, FlagDiscoveryCAHash, nil, "For token-based discovery, validate that the root CA public key matches this hash (format: \"sha256:<hex>\"); may be repeated")
-	fs.BoolVar(&f.UnsafeSkipCA, FlagDiscoverySkipCAHash, false, "For token-based discovery, allow joining without --discovery-token-ca-cert-hash pinning (unsafe: trusts whatever CA the endpoint presents)")
-	fs.StringVar(&f.DiscoveryFile, FlagDiscoveryFile, "", "For file-based discovery, a file or an HTTPS URL from which to load cluster information")
-	fs.StringVar(&f.TLSBootstrapToken, FlagTLSBootstrapToken, "", "The token used to temporarily authenticate with the control plane while joining the node")
-	fs.BoolVar(&f.ControlPlane, FlagControlPlane, false, "Create a new control plane instance on this node")
-	fs.StringVar(&f.AdvertiseAddress, FlagAdvertiseAddress, "", "With --control-plane, the IP address this node's API server advertises (default: the address of the default-route interface)")
-	fs.Int32Var(&f.BindPort, FlagBindPort, 6443, "With --control-plane, the port this node's API server binds to")
-	fs.StringVar(&f.CertificateKey, FlagCertificateKey, "", "With --control-plane, the key that decrypts the certificates in the kubeadm-certs Secret (printed by kubeboot init --upload-certs)")
-}
-
 // LoadJoin builds the JoinConfiguration of `join` from --config or from
 // the flags and the endpoint argument, as kubeadm does, applies defaults
 // and validates it.
-func LoadJoin(f *JoinFlags, fs *pflag.FlagSet, args []string, h Host) (*Config, error) {
-	if err := CheckMixedFlags(fs); err != nil {
+func LoadJoin(f *JoinFlags, given Given, args []string, h Host) (*Config, error) {
+	if err := CheckMixedFlags(given); err != nil {
 		return nil, err
 	}
 	var c *Config
@@ -70,15 +53,15 @@ func LoadJoin(f *JoinFlags, fs *pflag.FlagSet, args []string, h Host) (*Config, 
 		if len(args) > 0 {
 			return nil, fmt.Errorf("the API server endpoint %q is given both as an argument and by --config %s: give it in one place", args[0], f.ConfigFile)
 		}
-		if fs.Changed(FlagNodeName) {
+		if given.Has(FlagNodeName) {
 			c.Join.NodeRegistration.Name = f.NodeName
 		}
-		if fs.Changed(FlagCertificateKey) && c.Join.ControlPlane != nil {
+		if given.Has(FlagCertificateKey) && c.Join.ControlPlane != nil {
 			c.Join.ControlPlane.CertificateKey = f.CertificateKey
 		}
 	} else {
 		c = &Config{Join: f.join(args)}
-		if !f.ControlPlane && (fs.Changed(FlagCertificateKey) || fs.Changed(FlagAdvertiseAddress) || fs.Changed(FlagBindPort)) {
+		if !f.ControlPlane && (given.Has(FlagCertificateKey) || given.Has(FlagAdvertiseAddress) || given.Has(FlagBindPort)) {
 			return nil, fmt.Errorf("--%s, --%s and --%s are for joining a control plane: add --%s", FlagCertificateKey, FlagAdvertiseAddress, FlagBindPort, FlagControlPlane)
 		}
 	}

@@ -3,8 +3,6 @@ package config
 import (
 	"fmt"
 	"time"
-
-	"github.com/spf13/pflag"
 )
 
 // Lifecycle is kubeboot's own day-2 settings of a control-plane node,
@@ -28,17 +26,20 @@ type Lifecycle struct {
 
 // Defaults of the lifecycle flags.
 const (
-	DefaultEtcdSnapshotInterval = 12 * time.Hour
-	DefaultEtcdSnapshotKeep     = 5
-	DefaultEtcdSnapshotDir      = "/var/lib/kubeboot/etcd-snapshots"
+	DefaultCertificateRenewBefore = 90 * 24 * time.Hour
+	DefaultEtcdSnapshotInterval   = 12 * time.Hour
+	DefaultEtcdSnapshotKeep       = 5
+	DefaultEtcdSnapshotDir        = "/var/lib/kubeboot/etcd-snapshots"
 )
 
-// AddFlags registers the lifecycle flags of init and join on fs.
-func (l *Lifecycle) AddFlags(fs *pflag.FlagSet) {
-	fs.DurationVar(&l.CertificateRenewBefore, "certificate-renew-before", 90*24*time.Hour, "The node daemon renews each certificate and kubeconfig of a control plane this long before it expires (or after two thirds of its validity, when that comes first), and restarts the components that read it only at start")
-	fs.DurationVar(&l.EtcdSnapshotInterval, "etcd-snapshot-interval", DefaultEtcdSnapshotInterval, "How often the node daemon of a control plane with local etcd saves an etcd snapshot with the cluster's keys, as `kubeboot etcd snapshot save`; 0 turns it off")
-	fs.IntVar(&l.EtcdSnapshotKeep, "etcd-snapshot-keep", DefaultEtcdSnapshotKeep, "How many scheduled etcd snapshots the node daemon keeps; older ones are removed")
-	fs.StringVar(&l.EtcdSnapshotDir, "etcd-snapshot-dir", DefaultEtcdSnapshotDir, "Where the node daemon writes scheduled etcd snapshots (mode 0600, in a 0700 directory)")
+// DefaultLifecycle is what init and join use when not told otherwise.
+func DefaultLifecycle() Lifecycle {
+	return Lifecycle{
+		CertificateRenewBefore: DefaultCertificateRenewBefore,
+		EtcdSnapshotInterval:   DefaultEtcdSnapshotInterval,
+		EtcdSnapshotKeep:       DefaultEtcdSnapshotKeep,
+		EtcdSnapshotDir:        DefaultEtcdSnapshotDir,
+	}
 }
 
 // Validate refuses settings that cannot work, before anything is written.

@@ -367,6 +367,25 @@ func Start(fs fsys.FS, exe string) (pid int, started bool, err error) {
 	return pid, true, nil
 }
 
+// StopAndReport stops the node daemon and its components, as Stop,
+// saying on out what it stops and how long that took.
+func StopAndReport(ctx context.Context, fs fsys.FS, out io.Writer) error {
+	pid := Running(fs)
+	if pid == 0 {
+		fmt.Fprintln(out, "[daemon] No kubeboot daemon runs")
+		return nil
+	}
+	fmt.Fprintf(out, "[daemon] Stopping the kubeboot daemon (pid %d) and its components\n", pid)
+	start := time.Now()
+	err := Stop(ctx, fs, 2*time.Minute, func(waited time.Duration) {
+		fmt.Fprintf(out, "[daemon] Still stopping (%s)\n", waited.Round(time.Second))
+	})
+	if err == nil {
+		fmt.Fprintf(out, "[daemon] Stopped after %s\n", time.Since(start).Round(time.Millisecond))
+	}
+	return err
+}
+
 // Stop stops the daemon of this root and waits until it and its
 // components are gone: through its unit where systemd runs it (a signal
 // would have systemd start it again). progress, when set, is told every

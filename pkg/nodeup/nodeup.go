@@ -7,9 +7,13 @@
 package nodeup
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
@@ -57,6 +61,12 @@ type Node struct {
 	imported      chan error
 	hostDNS       *node.HostDNS
 	unitInstalled bool
+}
+
+// DaemonStarted reports whether this run started the node daemon, and
+// where its logs are.
+func (n *Node) DaemonStarted() (bool, string) {
+	return n.StartedDaemon, n.FS.Path(daemon.LogDir)
 }
 
 // Logf writes one line of the command's output.
@@ -159,6 +169,14 @@ func (n *Node) Checks() []preflight.Check {
 			preflight.InPath("runc", "kubeboot's containerd runs containers with runc: run `apt-get install runc` (or give --cri-socket of a CRI runtime of your own)"),
 			preflight.Check{Name: "Helpers", Run: func() ([]string, error) {
 				_, err := helpers.Load()
+				if errors.Is(err, helpers.ErrNotBuilt) && n.Exe != "" {
+					// A program that imports kubeboot's API: the kubeboot
+					// binary it runs the node with carries them.
+					if out, err := exec.Command(n.Exe, "helpers").CombinedOutput(); err != nil {
+						return nil, fmt.Errorf("%s: %v: %s", n.Exe, err, bytes.TrimSpace(out))
+					}
+					return nil, nil
+				}
 				return nil, err
 			}},
 		)
@@ -171,6 +189,26 @@ func (n *Node) Checks() []preflight.Check {
 		return nil, nil
 	}})
 	return checks
+}
+
+// installHelpers writes the per-pod helpers this process carries, or,
+// in a program that imports kubeboot's API and carries none, has the
+// kubeboot binary the node runs with write its own (`kubeboot helpers
+// install`): the helpers the node daemon verifies are that binary's.
+func (n *Node) installHelpers(dir string) (helpers.Result, error) {
+	res, err := helpers.Install(dir, n.Logf)
+	if !errors.Is(err, helpers.ErrNotBuilt) || n.Exe == "" {
+		return res, err
+	}
+	cmd := exec.Command(n.Exe, "--root", n.FS.Path("/"), "helpers", "install")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return res, fmt.Errorf("%s helpers install: %v: %s", n.Exe, err, bytes.TrimSpace(out))
+	}
+	current, err := os.Readlink(filepath.Join(dir, helpers.Current))
+	if err != nil {
+		return res, err
+	}
+	return helpers.Result{Dir: filepath.Join(dir, current)}, nil
 }
 
 // PrepareHost loads the kernel modules and sets the sysctls the node needs
@@ -190,7 +228,7 @@ func (n *Node) PrepareHost(prefix string) error {
 		n.Logf("[dryrun] Would write the per-pod helpers (%s, %s and the CNI plugins %v) to %q", helpers.Shim, helpers.Pause, helpers.CNIPlugins, dir)
 		return nil
 	}
-	res, err := helpers.Install(dir, n.Logf)
+	res, err := n.installHelpers(dir)
 	if err != nil {
 		return fmt.Errorf("writing the per-pod helpers: %w", err)
 	}

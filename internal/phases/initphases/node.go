@@ -16,6 +16,7 @@ import (
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/markcontrolplane"
 
+	"github.com/kubeboot/kubeboot/pkg/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/bootstrap"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/node"
@@ -108,7 +109,7 @@ func runMarkControlPlane(ctx context.Context, d *Data) error {
 			return err
 		}
 		// kubeadm's own labels, taints and lines.
-		return markcontrolplane.MarkControlPlane(c, name, taints)
+		return apiclient.KubeadmPrintsTo(d.Out, func() error { return markcontrolplane.MarkControlPlane(c, name, taints) })
 	})
 }
 

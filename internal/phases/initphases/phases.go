@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/bootstraptoken/clusterinfo"
 	nodebootstraptoken "k8s.io/kubernetes/cmd/kubeadm/app/phases/bootstraptoken/node"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
@@ -336,35 +337,39 @@ func runBootstrapToken(ctx context.Context, d *Data) error {
 	// (cmd/kubeadm/app/cmd/phases/init/bootstraptoken.go), its lines
 	// included; then the rules kubeboot's nodes need besides.
 	return d.withClient(ctx, "create the bootstrap tokens and cluster-info", func(ctx context.Context, c kubernetes.Interface) error {
-		if err := nodebootstraptoken.UpdateOrCreateTokens(c, false, d.Cfg.Init.BootstrapTokens); err != nil {
-			return fmt.Errorf("error updating or creating token: %w", err)
-		}
-		for _, rbac := range []func(kubernetes.Interface) error{
-			nodebootstraptoken.AllowBootstrapTokensToGetNodes,
-			nodebootstraptoken.AllowBootstrapTokensToPostCSRs,
-			nodebootstraptoken.AutoApproveNodeBootstrapTokens,
-			nodebootstraptoken.AutoApproveNodeCertificateRotation,
-			nodebootstraptoken.AllowAPIServerToAccessKubeletAPI,
-		} {
-			if err := rbac(c); err != nil {
-				return err
-			}
-		}
-		if err := bootstrap.NodeRBAC(ctx, c); err != nil {
+		return apiclient.KubeadmPrintsTo(d.Out, func() error { return d.bootstrapTokens(ctx, c, admin) })
+	})
+}
+
+func (d *Data) bootstrapTokens(ctx context.Context, c kubernetes.Interface, admin *clientcmdapi.Config) error {
+	if err := nodebootstraptoken.UpdateOrCreateTokens(c, false, d.Cfg.Init.BootstrapTokens); err != nil {
+		return fmt.Errorf("error updating or creating token: %w", err)
+	}
+	for _, rbac := range []func(kubernetes.Interface) error{
+		nodebootstraptoken.AllowBootstrapTokensToGetNodes,
+		nodebootstraptoken.AllowBootstrapTokensToPostCSRs,
+		nodebootstraptoken.AutoApproveNodeBootstrapTokens,
+		nodebootstraptoken.AutoApproveNodeCertificateRotation,
+		nodebootstraptoken.AllowAPIServerToAccessKubeletAPI,
+	} {
+		if err := rbac(c); err != nil {
 			return err
 		}
-		d.Logf("[bootstrap-token] Configured RBAC rules to allow nodes to run kube-proxy with their own credentials and to remove their own Node object on reset")
-		if d.Renderer().ServesTLSBootstrap() {
-			if err := csrapprover.RBAC(ctx, c); err != nil {
-				return err
-			}
-			d.Logf("[bootstrap-token] Configured RBAC rules to allow the control plane to approve the serving certificates of known nodes' kubelets")
+	}
+	if err := bootstrap.NodeRBAC(ctx, c); err != nil {
+		return err
+	}
+	d.Logf("[bootstrap-token] Configured RBAC rules to allow nodes to run kube-proxy with their own credentials and to remove their own Node object on reset")
+	if d.Renderer().ServesTLSBootstrap() {
+		if err := csrapprover.RBAC(ctx, c); err != nil {
+			return err
 		}
-		if err := clusterinfo.CreateBootstrapConfigMapIfNotExists(c, admin); err != nil {
-			return fmt.Errorf("error creating bootstrap ConfigMap: %w", err)
-		}
-		return clusterinfo.CreateClusterInfoRBACRules(c)
-	})
+		d.Logf("[bootstrap-token] Configured RBAC rules to allow the control plane to approve the serving certificates of known nodes' kubelets")
+	}
+	if err := clusterinfo.CreateBootstrapConfigMapIfNotExists(c, admin); err != nil {
+		return fmt.Errorf("error creating bootstrap ConfigMap: %w", err)
+	}
+	return clusterinfo.CreateClusterInfoRBACRules(c)
 }
 
 func runCoreDNS(ctx context.Context, d *Data) error {
@@ -400,23 +405,35 @@ func runCoreDNS(ctx context.Context, d *Data) error {
 	return nil
 }
 
-func runShowJoinCommand(_ context.Context, d *Data) error {
+// JoinInfo is what another node needs to join the cluster this run made:
+// the endpoint every kubeconfig names (host:port), the first bootstrap
+// token and the pin of the cluster CA's public key.
+func (d *Data) JoinInfo() (endpoint, token, caHash string, err error) {
 	ca, err := d.PKI.CA("ca")
+	if err != nil {
+		return "", "", "", err
+	}
+	if len(d.Cfg.Init.BootstrapTokens) > 0 && d.Cfg.Init.BootstrapTokens[0].Token != nil {
+		token = d.Cfg.Init.BootstrapTokens[0].Token.String()
+	}
+	return strings.TrimPrefix(kubeconfig.ServerURL(d.Cfg), "https://"), token, pubkeypin.Hash(ca.Cert), nil
+}
+
+func runShowJoinCommand(_ context.Context, d *Data) error {
+	endpoint, token, hash, err := d.JoinInfo()
 	if err != nil {
 		return err
 	}
-	endpoint := strings.TrimPrefix(kubeconfig.ServerURL(d.Cfg), "https://")
 	// As kubeadm: a withheld secret is not printed anywhere, the join
 	// command included. Token and certificate key together open the
 	// cluster's CA keys for two hours.
-	token, key := d.Cfg.Init.BootstrapTokens[0].Token.String(), d.Cfg.Init.CertificateKey
+	key := d.Cfg.Init.CertificateKey
 	if d.SkipTokenPrint {
 		token = "<value withheld>"
 	}
 	if d.SkipCertificateKeyPrint {
 		key = "<value withheld>"
 	}
-	hash := pubkeypin.Hash(ca.Cert)
 	admin := d.FS.Path(path.Join(kubeconfig.Dir, "admin.conf"))
 	fmt.Fprintf(d.Out, `
 Your Kubernetes control-plane has initialized successfully!

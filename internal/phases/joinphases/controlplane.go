@@ -264,7 +264,9 @@ func runMarkControlPlane(ctx context.Context, d *Data) error {
 		d.Logf("[dryrun] Would mark the node %s as control-plane", d.Join.NodeRegistration.Name)
 		return nil
 	}
-	return markcontrolplane.MarkControlPlane(c, d.Join.NodeRegistration.Name, taints)
+	return apiclient.KubeadmPrintsTo(d.Out, func() error {
+		return markcontrolplane.MarkControlPlane(c, d.Join.NodeRegistration.Name, taints)
+	})
 }
 
 // withoutEtcd drops the etcd member: a joining one is rendered with the

@@ -1,0 +1,206 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"time"
+
+	"github.com/kubeboot/kubeboot/internal/phases/initphases"
+	"github.com/kubeboot/kubeboot/internal/workflow"
+	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/daemon"
+	"github.com/kubeboot/kubeboot/pkg/hardening"
+	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+	"github.com/kubeboot/kubeboot/pkg/node"
+)
+
+// InitOptions are what `kubeboot init` takes.
+type InitOptions struct {
+	Node
+	Runtime
+	// Config holds the kubeadm v1beta4 documents (InitConfiguration,
+	// ClusterConfiguration, KubeletConfiguration, KubeProxyConfiguration),
+	// as `--config` reads them; nil means every default. Init applies
+	// kubeadm's defaults to it and validates it before anything is
+	// written.
+	Config *config.Config
+	// ControlPlaneOnly brings up etcd, the API server, the
+	// controller-manager and the scheduler without the node side: no
+	// kubelet, no containerd, no root privileges needed.
+	ControlPlaneOnly bool
+	// SingleNode leaves the control-plane taint off, so that the one node
+	// runs workloads.
+	SingleNode bool
+	// Hardened turns on what the CIS benchmark asks and kubeadm leaves off
+	// (init --hardened).
+	Hardened bool
+	// UploadCerts uploads the control-plane certificates to the
+	// kubeadm-certs Secret, encrypted with Config's certificate key
+	// (generated when empty), so that more control planes can join.
+	UploadCerts bool
+	// DNSUpstream is where CoreDNS forwards names outside the cluster
+	// (addresses, or a resolv.conf naming them; "" forwards nowhere); nil
+	// means the host's resolver configuration without loopback servers.
+	DNSUpstream *string
+	// SkipTokenPrint and SkipCertificateKeyPrint withhold those secrets
+	// from the printed join commands, as kubeadm's flags of those names.
+	SkipTokenPrint, SkipCertificateKeyPrint bool
+}
+
+// InitResult is what a caller needs once the control plane runs.
+type InitResult struct {
+	// NodeName is the control-plane node's name.
+	NodeName string
+	// AdminKubeconfig is the host path of the cluster administrator's
+	// kubeconfig (admin.conf under Root).
+	AdminKubeconfig string
+	// APIServer is the URL every kubeconfig names.
+	APIServer string
+	// Join is what a worker needs to join (its token is the first
+	// bootstrap token); ControlPlaneJoin, set with UploadCerts, what
+	// another control plane needs.
+	Join, ControlPlaneJoin *JoinCommand
+}
+
+// Init makes the node the first control plane of a new cluster and, unless
+// ControlPlaneOnly, a node of it, as `kubeboot init` does. A dry run, or a
+// run of one phase, returns a nil result.
+//
+// On failure the node daemon, when this run started it, keeps running for
+// inspection (Reset removes everything); when ctx is cancelled, Init stops
+// it before returning.
+func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
+	o.Node.defaults()
+	d, wo, err := o.data()
+	if err != nil {
+		return nil, err
+	}
+	runner := &workflow.Runner[*initphases.Data]{Phases: initphases.Phases()}
+	if err := runner.Validate(wo); err != nil {
+		return nil, err
+	}
+	whole := o.Phase == ""
+	if whole {
+		fmt.Fprintf(o.Out, "[init] Using Kubernetes version: %s\n", d.Cfg.Cluster.KubernetesVersion)
+		for _, h := range d.Hardened {
+			fmt.Fprintf(o.Out, "[hardened] %s\n", h)
+		}
+		d.PrepareKeys()
+	}
+	if err := runNode(ctx, "init", runner, d, wo, o.Node); err != nil {
+		return nil, err
+	}
+	if !whole || o.DryRun {
+		if o.DryRun && whole {
+			fmt.Fprintln(o.Out, "[dryrun] Finished dry-running successfully. Above are the resources that would be created")
+		}
+		return nil, nil
+	}
+	res := &InitResult{
+		NodeName:        d.Cfg.Init.NodeRegistration.Name,
+		AdminKubeconfig: d.FS.Path(path.Join(kubeconfig.Dir, "admin.conf")),
+		APIServer:       kubeconfig.ServerURL(d.Cfg),
+	}
+	endpoint, token, hash, err := d.JoinInfo()
+	if err != nil {
+		return nil, err
+	}
+	res.Join = &JoinCommand{Endpoint: endpoint, Token: token, CACertHash: hash}
+	if d.UploadCerts {
+		res.ControlPlaneJoin = &JoinCommand{Endpoint: endpoint, Token: token, CACertHash: hash,
+			ControlPlane: true, CertificateKey: d.Cfg.Init.CertificateKey}
+	}
+	return res, nil
+}
+
+// controlPlaneOnlySkips are the phases of the node side.
+var controlPlaneOnlySkips = []string{"kubelet-start", "mark-control-plane", "kubelet-finalize", "addon/coredns"}
+
+// data loads and validates the configuration before anything is written.
+func (o *InitOptions) data() (*initphases.Data, workflow.Options, error) {
+	c := o.Config
+	if c == nil {
+		c = &config.Config{}
+	}
+	if err := c.DefaultInit(o.host()); err != nil {
+		return nil, workflow.Options{}, err
+	}
+	if err := c.Validate(); err != nil {
+		return nil, workflow.Options{}, err
+	}
+	var err error
+	if c.Lifecycle, err = o.lifecycle(); err != nil {
+		return nil, workflow.Options{}, err
+	}
+	var hardened []string
+	if o.Hardened {
+		hardened = hardening.Apply(c)
+	}
+	d := initphases.NewData(c, o.fs(), o.Out)
+	if d.Exe, err = o.binary(o.DryRun); err != nil {
+		return nil, workflow.Options{}, err
+	}
+	d.IgnorePreflightErrors = o.IgnorePreflightErrors
+	d.UploadCerts = o.UploadCerts
+	d.SkipTokenPrint = o.SkipTokenPrint
+	d.SkipCertificateKeyPrint = o.SkipCertificateKeyPrint
+	if o.DNSUpstream != nil {
+		d.DNSUpstream = o.DNSUpstream
+		// Refuse a loopback upstream before anything is written.
+		if _, err := node.DNSUpstream(d.DNSUpstream, node.HostDNS{}); err != nil {
+			return nil, workflow.Options{}, err
+		}
+	}
+	if d.Mirrors, err = o.mirrors(c.Init.NodeRegistration.CRISocket); err != nil {
+		return nil, workflow.Options{}, err
+	}
+	d.SingleNode = o.SingleNode
+	d.Hardened = hardened
+	d.ControlPlaneOnly = o.ControlPlaneOnly
+	skip := c.Init.SkipPhases
+	if o.ControlPlaneOnly {
+		// No node side; kube-proxy's add-on only stores its configuration,
+		// for nodes that join.
+		skip = append(append([]string(nil), skip...), controlPlaneOnlySkips...)
+	}
+	return d, o.workflow(skip), nil
+}
+
+// workflow selects the phases a run of the node runs.
+func (n Node) workflow(configSkip []string) workflow.Options {
+	wo := workflow.Options{DryRun: n.DryRun, Out: n.Out, Done: n.PhaseDone}
+	if n.Phase != "" {
+		wo.Only = n.Phase
+		return wo
+	}
+	wo.Skip = append(append([]string(nil), configSkip...), n.SkipPhases...)
+	return wo
+}
+
+// started is run data whose run may have started the node daemon.
+type started interface{ DaemonStarted() (bool, string) }
+
+// runNode runs init's or join's phases. When ctx is cancelled after the
+// run started the node daemon, it stops the daemon, so that nothing runs
+// half-configured (files stay for Reset); on another failure the daemon
+// keeps running for inspection, and Err says so.
+func runNode[D started](ctx context.Context, verb string, r *workflow.Runner[D], d D, wo workflow.Options, n Node) error {
+	err := r.Run(ctx, d, wo)
+	if err == nil {
+		return nil
+	}
+	startedDaemon, logs := d.DaemonStarted()
+	if startedDaemon && ctx.Err() != nil && n.Phase == "" {
+		fmt.Fprintf(n.Err, "[%s] Interrupted: stopping the kubeboot daemon this run started\n", verb)
+		stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if serr := daemon.Stop(stopCtx, n.fs(), time.Minute, nil); serr != nil {
+			err = errors.Join(err, serr)
+		}
+	} else if startedDaemon && n.Phase == "" {
+		fmt.Fprintf(n.Err, "[%s] The node daemon keeps running for inspection (`kubeboot status`, logs in %s); `kubeboot reset` removes everything\n", verb, logs)
+	}
+	return err
+}

@@ -1,0 +1,137 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"google.golang.org/grpc/grpclog"
+	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+
+	"github.com/kubeboot/kubeboot/internal/phases/joinphases"
+	"github.com/kubeboot/kubeboot/internal/workflow"
+	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/discovery"
+	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+)
+
+// JoinCommand is what a node needs to join a cluster with a bootstrap
+// token: what `kubeboot join` takes, as data.
+type JoinCommand struct {
+	// Endpoint is the API server endpoint, host:port.
+	Endpoint string
+	// Token is the bootstrap token, [a-z0-9]{6}.[a-z0-9]{16}.
+	Token string
+	// CACertHash pins the cluster CA's public key, "sha256:<hex>".
+	CACertHash string
+	// ControlPlane joins a control plane; CertificateKey decrypts the
+	// certificates init or `init phase upload-certs` uploaded.
+	ControlPlane   bool
+	CertificateKey string
+}
+
+// String is the command on one line, as `kubeboot token create
+// --print-join-command` prints it: a shell's word splitting runs it.
+func (j JoinCommand) String() string {
+	return discovery.JoinCommandLine(j.Endpoint, j.Token, j.CACertHash, j.ControlPlane, j.CertificateKey)
+}
+
+// Args are the command's arguments after the binary's name.
+func (j JoinCommand) Args() []string {
+	return strings.Fields(j.String())[1:]
+}
+
+// Config is the JoinConfiguration the command stands for, as Join takes
+// it; the node's own settings (name, address) are the caller's to add.
+func (j JoinCommand) Config() *config.Config {
+	jc := &kubeadmv1.JoinConfiguration{}
+	jc.Discovery.BootstrapToken = &kubeadmv1.BootstrapTokenDiscovery{
+		Token: j.Token, APIServerEndpoint: j.Endpoint, CACertHashes: []string{j.CACertHash},
+	}
+	jc.Discovery.TLSBootstrapToken = j.Token
+	if j.ControlPlane {
+		jc.ControlPlane = &kubeadmv1.JoinControlPlane{CertificateKey: j.CertificateKey}
+	}
+	return &config.Config{Join: jc}
+}
+
+// JoinOptions are what `kubeboot join` takes.
+type JoinOptions struct {
+	Node
+	Runtime
+	// Config holds the JoinConfiguration (and nothing else), as `--config`
+	// reads it or JoinCommand.Config makes it. Join applies kubeadm's
+	// defaults and validates it before anything is written.
+	Config *config.Config
+}
+
+// JoinResult is what a caller needs once the node has joined.
+type JoinResult struct {
+	// NodeName is the node's name.
+	NodeName string
+	// ControlPlane is set when the node joined as a control plane.
+	ControlPlane bool
+	// Kubeconfig is the host path of the kubelet's kubeconfig; a control
+	// plane's AdminKubeconfig that of admin.conf.
+	Kubeconfig, AdminKubeconfig string
+}
+
+// Join makes the node a node of an existing cluster, as `kubeboot join`
+// does: a worker, or a control plane with Config's controlPlane section.
+// A dry run, or a run of one phase, returns a nil result. On failure and
+// on cancellation it behaves as Init.
+func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
+	o.Node.defaults()
+	// A control-plane join dials its etcd member before it serves, and
+	// says itself what it waits for: gRPC's warnings about each refused
+	// dial are noise there. Its errors still show.
+	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, o.Err))
+	if o.Config == nil || o.Config.Join == nil {
+		return nil, fmt.Errorf("no JoinConfiguration: Join needs one (JoinCommand.Config makes one)")
+	}
+	host := o.host()
+	c := o.Config
+	c.DefaultJoin(host)
+	if err := c.ValidateKinds(config.KindJoin); err != nil {
+		return nil, err
+	}
+	lc, err := o.lifecycle()
+	if err != nil {
+		return nil, err
+	}
+	d := joinphases.NewData(c.Join, host, o.fs(), o.Out)
+	if d.Exe, err = o.binary(o.DryRun); err != nil {
+		return nil, err
+	}
+	d.IgnorePreflightErrors = o.IgnorePreflightErrors
+	// A control plane's renewal and snapshots (a worker has neither).
+	d.Cfg.Lifecycle = lc
+	if d.Mirrors, err = o.mirrors(c.Join.NodeRegistration.CRISocket); err != nil {
+		return nil, err
+	}
+	runner := &workflow.Runner[*joinphases.Data]{Phases: joinphases.Phases()}
+	wo := o.workflow(c.Join.SkipPhases)
+	if err := runner.Validate(wo); err != nil {
+		return nil, err
+	}
+	if err := runNode(ctx, "join", runner, d, wo, o.Node); err != nil {
+		return nil, err
+	}
+	if o.Phase != "" || o.DryRun {
+		if o.DryRun && o.Phase == "" {
+			fmt.Fprintln(o.Out, "[dryrun] Finished dry-running successfully. Above are the resources that would be created")
+		}
+		return nil, nil
+	}
+	res := &JoinResult{
+		NodeName:     c.Join.NodeRegistration.Name,
+		ControlPlane: c.Join.ControlPlane != nil,
+		Kubeconfig:   d.FS.Path(path.Join(kubeconfig.Dir, "kubelet.conf")),
+	}
+	if res.ControlPlane {
+		res.AdminKubeconfig = d.FS.Path(path.Join(kubeconfig.Dir, "admin.conf"))
+	}
+	return res, nil
+}
