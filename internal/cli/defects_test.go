@@ -132,3 +132,20 @@ func TestRenewReadsTheClusterConfiguration(t *testing.T) {
 		t.Errorf("no fallback message with the cluster unreachable:\n%s", out)
 	}
 }
+
+// `upgrade apply` and `upgrade node` are phase trees: their help lists
+// the phases, --skip-phases names them, and each runs alone.
+func TestUpgradePhases(t *testing.T) {
+	out, _, code := run(t, "upgrade", "apply", "--help")
+	if code != 0 || !strings.Contains(out, "etcd-snapshot") || !strings.Contains(out, "--skip-phases") {
+		t.Errorf("upgrade apply --help (exit %d) lacks its phases:\n%s", code, out)
+	}
+	_, e, code := run(t, "upgrade", "node", "--root", t.TempDir(), "--binary", "x", "--skip-phases", "etcd-snapshot")
+	if code == 0 || !strings.Contains(e, `unknown phase "etcd-snapshot"; phases are: preflight, binary, components`) {
+		t.Errorf("upgrade node --skip-phases etcd-snapshot (exit %d): %s", code, e)
+	}
+	_, e, code = run(t, "upgrade", "apply", "phase", "preflight", "--root", t.TempDir(), "--binary", "x")
+	if code == 0 || !strings.Contains(e, "the kubeboot daemon is not running") {
+		t.Errorf("upgrade apply phase preflight on no node (exit %d): %s", code, e)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,13 +14,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/kubeboot/kubeboot/cluster"
-	"github.com/kubeboot/kubeboot/pkg/apiclient"
-	"github.com/kubeboot/kubeboot/pkg/bootstrap"
 	"github.com/kubeboot/kubeboot/pkg/component"
-	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/etcdbackup"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
-	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 )
 
 // etcdSubcommands are kubeboot's own under "etcd": `kubeboot etcd` with
@@ -51,33 +46,6 @@ with flags runs the embedded etcd server itself.`,
 	return cmd
 }
 
-// localCluster reads the cluster's configuration through this control
-// plane's admin.conf, as a joining node reads it.
-func localCluster(ctx context.Context, fs fsys.FS) (*config.Config, error) {
-	admin := fs.Path(path.Join(kubeconfig.Dir, "admin.conf"))
-	c, _, err := apiclient.FromKubeconfig(admin, "")
-	if err != nil {
-		return nil, fmt.Errorf("%w: run this on a control-plane node", err)
-	}
-	return bootstrap.FetchConfig(ctx, c, admin)
-}
-
-// etcdMemberName is this node's etcd member name, from its etcd spec
-// (the host name when it has none).
-func etcdMemberName(fs fsys.FS) string {
-	node, _ := os.Hostname()
-	if specs, err := (component.Store{FS: fs}).Load(); err == nil {
-		for _, sp := range specs {
-			for _, a := range sp.Args {
-				if v, ok := strings.CutPrefix(a, "--name="); ok && sp.Name == component.Etcd {
-					node = v
-				}
-			}
-		}
-	}
-	return node
-}
-
 func newEtcdSaveCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	return &cobra.Command{
 		Use:   "save FILE",
@@ -93,14 +61,14 @@ keep the CA keys. ` + "`kubeboot etcd snapshot restore FILE`" + ` brings it back
 			fs := g.FS(false, s.Out)
 			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Minute)
 			defer cancel()
-			cfg, err := localCluster(ctx, fs)
+			cfg, err := etcdbackup.LocalCluster(ctx, fs)
 			if err != nil {
 				return err
 			}
 			if cfg.Cluster.Etcd.External != nil {
 				return fmt.Errorf("the cluster's etcd is external: back it up where it runs")
 			}
-			node := etcdMemberName(fs)
+			node := etcdbackup.MemberName(fs)
 			start := time.Now()
 			m, err := etcdbackup.Save(ctx, fs, cfg, node, args[0])
 			if err != nil {

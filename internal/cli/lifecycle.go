@@ -77,7 +77,7 @@ func newEtcdSnapshotterCommand(g *GlobalFlags, s Streams) *cobra.Command {
 			sch.Save = func(ctx context.Context, file string) (*etcdbackup.Manifest, error) {
 				ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 				defer cancel()
-				cfg, err := localCluster(ctx, fs)
+				cfg, err := etcdbackup.LocalCluster(ctx, fs)
 				if err != nil {
 					return nil, fmt.Errorf("reading the cluster's configuration: %w", err)
 				}

@@ -1,33 +1,24 @@
 package cli
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
-	"path"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/version"
-	"k8s.io/client-go/kubernetes"
 
-	"github.com/kubeboot/kubeboot/pkg/apiclient"
+	"github.com/kubeboot/kubeboot/cluster"
+	"github.com/kubeboot/kubeboot/internal/phases/upgradephases"
+	"github.com/kubeboot/kubeboot/internal/workflow"
 	"github.com/kubeboot/kubeboot/pkg/component"
-	"github.com/kubeboot/kubeboot/pkg/daemon"
-	"github.com/kubeboot/kubeboot/pkg/etcdbackup"
-	"github.com/kubeboot/kubeboot/pkg/fsys"
-	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/supervisor"
 	"github.com/kubeboot/kubeboot/pkg/upgrade"
 )
 
 // inProcessComponents are the components the node daemon runs in its own
-// process; they go with the daemon's binary.
+// process (component.InDaemon); they go with the daemon's binary.
 func inProcessComponents() map[string]supervisor.InProcessFunc {
 	return map[string]supervisor.InProcessFunc{
 		// The network agent in the daemon's process: one process fewer on
@@ -38,8 +29,6 @@ func inProcessComponents() map[string]supervisor.InProcessFunc {
 		component.CAAgent:         inProcess(newCAAgentCommand),
 	}
 }
-
-func isInProcess(name string) bool { _, ok := inProcessComponents()[name]; return ok }
 
 // upgradeOptions are the flags of `upgrade plan|apply|node`.
 type upgradeOptions struct {
@@ -55,6 +44,14 @@ func (o *upgradeOptions) addFlags(cmd *cobra.Command, apply bool) {
 	if apply {
 		cmd.Flags().BoolVarP(&o.force, "force", "f", false, "Go on despite the version-skew errors that can be skipped (kubeadm's --force)")
 		cmd.Flags().BoolVarP(&o.yes, "yes", "y", false, "Perform the upgrade without prompting for confirmation")
+	}
+}
+
+// options maps the flags onto the lifecycle API's.
+func (o *upgradeOptions) options(g *GlobalFlags, s Streams, apply bool, sel workflow.Selection) cluster.UpgradeOptions {
+	return cluster.UpgradeOptions{
+		Node:   cluster.Node{Root: g.Root, Out: s.Out, Err: s.Err, Phase: sel.Only, SkipPhases: sel.Skip},
+		Binary: o.binary, Apply: apply, Force: o.force, Yes: o.yes, Confirm: s.In, Timeout: o.timeout,
 	}
 }
 
@@ -74,102 +71,8 @@ node replaced. The node daemon itself, and what it runs in its own process
 is next started from it.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newUpgradePlanCommand(g, s), newUpgradeApplyCommand(g, s), newUpgradeNodeCommand(g, s), newUpgradeRollbackCommand(g, s))
+	cmd.AddCommand(newUpgradePlanCommand(g, s), newUpgradeRunCommand(g, s, true), newUpgradeRunCommand(g, s, false), newUpgradeRollbackCommand(g, s))
 	return cmd
-}
-
-// upgradeRun is what the upgrade commands read before they change anything.
-type upgradeRun struct {
-	fs        fsys.FS
-	target    *version.Version
-	specs     []component.Spec
-	client    kubernetes.Interface
-	apiserver *version.Version
-	control   bool
-}
-
-func (o *upgradeOptions) prepare(ctx context.Context, g *GlobalFlags, s Streams) (*upgradeRun, error) {
-	if o.binary == "" {
-		return nil, fmt.Errorf("--binary is required: the kubeboot binary to upgrade to")
-	}
-	bin, err := filepath.Abs(o.binary)
-	if err != nil {
-		return nil, err
-	}
-	o.binary = bin
-	fs := g.FS(false, s.Out)
-	if daemon.Running(fs) == 0 {
-		return nil, fmt.Errorf("the kubeboot daemon is not running for %s: this is not a running kubeboot node", fs.Path("/"))
-	}
-	r := &upgradeRun{fs: fs, control: fsys.Exists(fs, component.SpecPath(component.APIServer))}
-	if r.target, err = upgrade.BinaryVersion(ctx, bin); err != nil {
-		return nil, err
-	}
-	if r.specs, err = upgrade.Components(fs, isInProcess); err != nil {
-		return nil, err
-	}
-	// The kubelet's credentials work on every node; a control plane uses
-	// admin.conf, which can also list the nodes.
-	conf := path.Join(kubeconfig.Dir, kubeconfig.Kubelet)
-	if r.control {
-		conf = path.Join(kubeconfig.Dir, "admin.conf")
-	}
-	if r.client, _, err = apiclient.FromKubeconfig(fs.Path(conf), ""); err != nil {
-		return nil, err
-	}
-	info, err := r.client.Discovery().ServerVersion()
-	if err != nil {
-		return nil, fmt.Errorf("reading the API server's version: %w", err)
-	}
-	if r.apiserver, err = version.ParseSemantic(info.GitVersion); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// controlPlanePolicy checks kubeadm's policy for the whole cluster.
-func (r *upgradeRun) controlPlanePolicy(ctx context.Context) (mandatory, skippable []error, err error) {
-	nodes, err := r.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, nil, err
-	}
-	kubelets := map[string][]string{}
-	for _, n := range nodes.Items {
-		kubelets[n.Status.NodeInfo.KubeletVersion] = append(kubelets[n.Status.NodeInfo.KubeletVersion], n.Name)
-	}
-	m, s := upgrade.ControlPlanePolicy(upgrade.Getter{Cluster: r.apiserver, Tool: r.target, Kubelets: kubelets}, r.target, false)
-	return m, s, nil
-}
-
-// versionsTable lists each component with the version it runs and the
-// one it would run.
-func (r *upgradeRun) versionsTable(ctx context.Context, s Streams) error {
-	daemonExe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", daemon.Running(r.fs)))
-	if err != nil {
-		return err
-	}
-	cache := map[string]string{}
-	versionOf := func(bin string) string {
-		if v, ok := cache[bin]; ok {
-			return v
-		}
-		v := "unknown"
-		if parsed, err := upgrade.BinaryVersion(ctx, bin); err == nil {
-			v = "v" + parsed.String()
-		}
-		cache[bin] = v
-		return v
-	}
-	w := tabwriter.NewWriter(s.Out, 4, 4, 3, ' ', 0)
-	fmt.Fprintln(w, "COMPONENT\tCURRENT\tTARGET")
-	for _, sp := range r.specs {
-		bin := sp.Exec
-		if bin == "" {
-			bin = daemonExe
-		}
-		fmt.Fprintf(w, "%s\t%s\tv%s\n", sp.Name, versionOf(bin), r.target)
-	}
-	return w.Flush()
 }
 
 func newUpgradePlanCommand(g *GlobalFlags, s Streams) *cobra.Command {
@@ -179,38 +82,28 @@ func newUpgradePlanCommand(g *GlobalFlags, s Streams) *cobra.Command {
 		Short: "Check whether this node can upgrade to a kubeboot binary, and show what would change",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, err := o.prepare(cmd.Context(), g, s)
+			p, err := cluster.PlanUpgrade(cmd.Context(), o.options(g, s, false, workflow.Selection{}))
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(s.Out, "[upgrade/versions] API server version: v%s; target version (from %s): v%s\n", r.apiserver, o.binary, r.target)
-			var problems []string
-			if r.control {
-				m, sk, err := r.controlPlanePolicy(cmd.Context())
-				if err != nil {
-					return err
-				}
-				for _, e := range m {
-					problems = append(problems, "[ERROR] "+e.Error())
-				}
-				for _, e := range sk {
-					problems = append(problems, "[WARNING, --force skips it] "+e.Error())
-				}
-			} else if err := upgrade.NodePolicy(r.target, r.apiserver); err != nil {
-				problems = append(problems, "[ERROR] "+err.Error())
+			fmt.Fprintf(s.Out, "[upgrade/versions] API server version: %s; target version (from %s): %s\n", p.APIServer, p.Binary, p.Target)
+			w := tabwriter.NewWriter(s.Out, 4, 4, 3, ' ', 0)
+			fmt.Fprintln(w, "COMPONENT\tCURRENT\tTARGET")
+			for _, c := range p.Components {
+				fmt.Fprintf(w, "%s\t%s\t%s\n", c.Name, c.Current, c.Target)
 			}
-			if err := r.versionsTable(cmd.Context(), s); err != nil {
+			if err := w.Flush(); err != nil {
 				return err
 			}
-			if len(problems) > 0 {
-				fmt.Fprintf(s.Out, "\n[upgrade/plan] The version-skew policy does not allow this upgrade as it is:\n\t%s\n", strings.Join(problems, "\n\t"))
-				return fmt.Errorf("the upgrade to v%s is not allowed", r.target)
+			if len(p.Problems) > 0 {
+				fmt.Fprintf(s.Out, "\n[upgrade/plan] The version-skew policy does not allow this upgrade as it is:\n\t%s\n", strings.Join(p.Problems, "\n\t"))
+				return fmt.Errorf("the upgrade to %s is not allowed", p.Target)
 			}
-			next := "kubeboot upgrade node --binary " + o.binary
-			if r.control {
-				next = "kubeboot upgrade apply --binary " + o.binary
+			next := "kubeboot upgrade node --binary " + p.Binary
+			if p.ControlPlane {
+				next = "kubeboot upgrade apply --binary " + p.Binary
 			}
-			fmt.Fprintf(s.Out, "\n[upgrade/plan] You can upgrade this node to v%s with:\n\n\t%s\n", r.target, next)
+			fmt.Fprintf(s.Out, "\n[upgrade/plan] You can upgrade this node to %s with:\n\n\t%s\n", p.Target, next)
 			return nil
 		},
 	}
@@ -218,116 +111,27 @@ func newUpgradePlanCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	return cmd
 }
 
-func newUpgradeApplyCommand(g *GlobalFlags, s Streams) *cobra.Command {
-	o := &upgradeOptions{}
-	cmd := &cobra.Command{
-		Use:   "apply",
-		Short: "Upgrade the cluster's first control plane: skew checks, an etcd snapshot, then each component",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			r, err := o.prepare(ctx, g, s)
-			if err != nil {
-				return err
-			}
-			if !r.control {
-				return fmt.Errorf("this node runs no API server: run `kubeboot upgrade apply` on a control plane, and `kubeboot upgrade node` here")
-			}
-			fmt.Fprintf(s.Out, "[upgrade/version] You have chosen to change the cluster version to \"v%s\"\n", r.target)
-			m, sk, err := r.controlPlanePolicy(ctx)
-			if err != nil {
-				return err
-			}
-			if len(m) > 0 || (len(sk) > 0 && !o.force) {
-				var all []string
-				for _, e := range append(m, sk...) {
-					all = append(all, e.Error())
-				}
-				hint := ""
-				if len(m) == 0 {
-					hint = " (--force skips them)"
-				}
-				return fmt.Errorf("[upgrade/version] the version-skew policy refuses the upgrade%s:\n\t%s", hint, strings.Join(all, "\n\t"))
-			}
-			for _, e := range sk {
-				fmt.Fprintf(s.Err, "[upgrade/version] WARNING: %v (--force)\n", e)
-			}
-			if !o.yes {
-				fmt.Fprintf(s.Out, "[upgrade] Are you sure you want to proceed? [y/N]: ")
-				answer, _ := bufio.NewReader(s.In).ReadString('\n')
-				if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
-					return fmt.Errorf("aborted the upgrade")
-				}
-			}
-			st := &upgrade.State{From: "v" + r.apiserver.String(), To: "v" + r.target.String()}
-			if fsys.Exists(r.fs, component.SpecPath(component.Etcd)) {
-				if st.Snapshot, err = preUpgradeSnapshot(ctx, r, s); err != nil {
-					return err
-				}
-			}
-			return o.replace(ctx, r, st, s, fmt.Sprintf("[upgrade/successful] SUCCESS! This control plane runs v%s. Upgrade the other control planes, then the workers, with `kubeboot upgrade node --binary <kubeboot v%s>`.", r.target, r.target))
-		},
-	}
-	o.addFlags(cmd, true)
-	return cmd
-}
-
-// preUpgradeSnapshot saves etcd with the cluster's keys before anything
-// changes, as `kubeboot etcd snapshot save` does.
-func preUpgradeSnapshot(ctx context.Context, r *upgradeRun, s Streams) (string, error) {
-	cfg, err := localCluster(ctx, r.fs)
-	if err != nil {
-		return "", err
-	}
-	dir := r.fs.Path(upgrade.SnapshotDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", err
-	}
-	file := filepath.Join(dir, fmt.Sprintf("pre-upgrade-v%s-%s.snapshot", r.apiserver, time.Now().UTC().Format("20060102T150405Z")))
-	m, err := etcdbackup.Save(ctx, r.fs, cfg, etcdMemberName(r.fs), file)
-	if err != nil {
-		return "", fmt.Errorf("the etcd snapshot before the upgrade: %w", err)
-	}
-	fmt.Fprintf(s.Out, "[upgrade/etcd] Saved etcd at revision %d with the cluster's keys to %s (mode 0600): `kubeboot etcd snapshot restore` brings the cluster back from it\n", m.Revision, file)
-	return file, nil
-}
-
-// replace installs the binary and hands each component to it.
-func (o *upgradeOptions) replace(ctx context.Context, r *upgradeRun, st *upgrade.State, s Streams, done string) error {
-	bin, err := upgrade.Install(r.fs, o.binary, r.target)
-	if err != nil {
-		return err
-	}
-	st.Binary = bin
-	fmt.Fprintf(s.Out, "[upgrade] Installed %s as %s\n", o.binary, bin)
-	logf := func(format string, args ...any) { fmt.Fprintf(s.Out, format+"\n", args...) }
-	if err := upgrade.Replace(ctx, r.fs, r.specs, bin, st, o.timeout, logf); err != nil {
-		return err
-	}
-	fmt.Fprintln(s.Out, done)
-	return nil
-}
-
-func newUpgradeNodeCommand(g *GlobalFlags, s Streams) *cobra.Command {
-	o := &upgradeOptions{}
+// newUpgradeRunCommand is `upgrade apply` (apply) or `upgrade node`, each
+// a phase tree.
+func newUpgradeRunCommand(g *GlobalFlags, s Streams, apply bool) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "node",
 		Short: "Upgrade this node (a worker, or a control plane after the first) to a kubeboot binary",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			r, err := o.prepare(ctx, g, s)
-			if err != nil {
-				return err
-			}
-			if err := upgrade.NodePolicy(r.target, r.apiserver); err != nil {
-				return fmt.Errorf("[upgrade/version] %w", err)
-			}
-			st := &upgrade.State{From: "v" + r.apiserver.String(), To: "v" + r.target.String()}
-			return o.replace(ctx, r, st, s, fmt.Sprintf("[upgrade] The node runs v%s.", r.target))
-		},
 	}
-	o.addFlags(cmd, false)
+	runner := &workflow.Runner[*upgradephases.Data]{Phases: upgradephases.NodePhases()}
+	if apply {
+		cmd.Use, cmd.Short = "apply", "Upgrade the cluster's first control plane: skew checks, an etcd snapshot, then each component"
+		runner.Phases = upgradephases.ApplyPhases()
+	}
+	cmd.Long = cmd.Short + ".\n\n"
+	runner.BindToCommand(cmd, func(cmd *cobra.Command) func(context.Context, []string, workflow.Selection) error {
+		o := &upgradeOptions{}
+		o.addFlags(cmd, apply)
+		return func(ctx context.Context, _ []string, sel workflow.Selection) error {
+			_, err := cluster.Upgrade(ctx, o.options(g, s, apply, sel))
+			return err
+		}
+	})
 	return cmd
 }
 

@@ -2,10 +2,14 @@ package cli
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/kubeboot/kubeboot/pkg/component"
 )
 
 // TestVersionFlag: --version prints the versions on any command and never
@@ -46,5 +50,15 @@ func TestEtcdSubcommandsAreKubeboots(t *testing.T) {
 		if got := IsOwnSubcommand(c.args); got != c.own {
 			t.Errorf("IsOwnSubcommand(%v) = %v, want %v", c.args, got, c.own)
 		}
+	}
+}
+
+// The daemon runs in its process exactly the components the rest of
+// kubeboot (upgrade, status) knows it runs there.
+func TestInProcessComponentsAreInDaemon(t *testing.T) {
+	got := slices.Sorted(maps.Keys(inProcessComponents()))
+	want := slices.Sorted(slices.Values(component.InDaemon))
+	if !slices.Equal(got, want) {
+		t.Errorf("the daemon runs %v in its process, component.InDaemon says %v", got, want)
 	}
 }

@@ -1,6 +1,7 @@
 package component
 
 import (
+	"slices"
 	"strconv"
 	"time"
 
@@ -76,3 +77,11 @@ func (r Renderer) EtcdSnapshotterSpec() Spec {
 			"--dir", dir},
 	}
 }
+
+// InDaemon are the components the node daemon runs in its own process (a
+// spec without Exec): they go with the daemon's binary, and an upgrade
+// does not replace them one by one.
+var InDaemon = []string{NetAgent, CertRenewer, EtcdSnapshotter, CAAgent}
+
+// IsInDaemon reports whether the daemon runs name in its own process.
+func IsInDaemon(name string) bool { return slices.Contains(InDaemon, name) }
