@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"time"
 
 	"github.com/kubeboot/kubeboot/internal/phases/initphases"
@@ -100,7 +99,7 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 	}
 	res := &InitResult{
 		NodeName:        d.Cfg.Init.NodeRegistration.Name,
-		AdminKubeconfig: d.FS.Path(path.Join(kubeconfig.Dir, "admin.conf")),
+		AdminKubeconfig: d.FS.Path(kubeconfig.AdminPath),
 		APIServer:       kubeconfig.ServerURL(d.Cfg),
 	}
 	endpoint, token, hash, err := d.JoinInfo()

@@ -131,7 +131,7 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 		Kubeconfig:   d.FS.Path(path.Join(kubeconfig.Dir, "kubelet.conf")),
 	}
 	if res.ControlPlane {
-		res.AdminKubeconfig = d.FS.Path(path.Join(kubeconfig.Dir, "admin.conf"))
+		res.AdminKubeconfig = d.FS.Path(kubeconfig.AdminPath)
 	}
 	return res, nil
 }

@@ -56,7 +56,7 @@ func Restore(ctx context.Context, o RestoreOptions) (*InitResult, error) {
 	}
 	// Nothing of kubeboot's may be here: restore writes the keys and
 	// etcd's data before init.
-	for _, p := range []string{component.SpecDir, path.Join(kubeconfig.Dir, "admin.conf"), path.Join(cfg.Cluster.CertificatesDir, "ca.key")} {
+	for _, p := range []string{component.SpecDir, kubeconfig.AdminPath, path.Join(cfg.Cluster.CertificatesDir, "ca.key")} {
 		if fsys.Exists(fs, p) {
 			return nil, fmt.Errorf("%s exists: restore needs a node where kubeboot has nothing yet; run `kubeboot reset` first", fs.Path(p))
 		}
@@ -103,7 +103,7 @@ func Restore(ctx context.Context, o RestoreOptions) (*InitResult, error) {
 // admin.conf: the restored one names the old cluster's endpoint, and
 // kubeadm's phase keeps an existing one.
 func refreshClusterInfo(ctx context.Context, fs fsys.FS, out io.Writer) error {
-	admin := fs.Path(path.Join(kubeconfig.Dir, "admin.conf"))
+	admin := fs.Path(kubeconfig.AdminPath)
 	c, _, err := apiclient.FromKubeconfig(admin, "")
 	if err != nil {
 		return err

@@ -41,7 +41,7 @@ type clusterOptions struct {
 
 func (o *clusterOptions) addFlags(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.configFile, config.FlagConfig, "", "Path to the kubeadm v1beta4 configuration the cluster was created with (validity periods, encryption algorithm, certificates dir); by default it is read from the cluster")
-	cmd.Flags().StringVar(&o.certDir, config.FlagCertDir, "/etc/kubernetes/pki", "Where certificates are stored (under --root); ignored with --config")
+	cmd.Flags().StringVar(&o.certDir, config.FlagCertDir, config.DefaultCertificatesDir, "Where certificates are stored (under --root); ignored with --config")
 	cmd.Flags().StringVar(&o.kubeconfig, "kubeconfig", "", "The kubeconfig file used to read the cluster's configuration when --config is not given (default: admin.conf under --root)")
 }
 
@@ -83,7 +83,7 @@ func (o *clusterOptions) load(g *GlobalFlags, msgs io.Writer) (*config.Config, e
 func (o *clusterOptions) fromCluster(g *GlobalFlags) (*config.Config, error) {
 	file := o.kubeconfig
 	if file == "" {
-		file = fsys.NewRoot(g.Root).Path(path.Join(kubeconfig.Dir, "admin.conf"))
+		file = fsys.NewRoot(g.Root).Path(kubeconfig.AdminPath)
 	}
 	client, rc, err := apiclient.FromKubeconfig(file, "")
 	if err != nil {

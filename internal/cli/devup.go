@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"path"
 	"path/filepath"
 	"syscall"
 	"text/tabwriter"
@@ -34,7 +33,7 @@ const (
 // preserved are the node paths --preserve-data keeps for the next dev up:
 // etcd's data and the certificates and keys that make sense of it (the
 // service-account key signed its tokens, the CA its kubeconfigs).
-var preserved = []string{"/var/lib/etcd", "/etc/kubernetes/pki"}
+var preserved = []string{config.DefaultEtcdDataDir, config.DefaultCertificatesDir}
 
 func newDevUpCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	var mode, advertise, nodeName, cpRoot string
@@ -140,7 +139,7 @@ func devUp(parent context.Context, g *GlobalFlags, s Streams, o devUpOptions) er
 	_, runErr := cluster.Init(ctx, opts)
 	if runErr == nil {
 		printDevStatus(s, fs)
-		fmt.Fprintf(s.Out, "\n[dev] The cluster is up. To use it:\n\nexport KUBECONFIG=%s\n\n", fs.Path(path.Join(kubeconfig.Dir, "admin.conf")))
+		fmt.Fprintf(s.Out, "\n[dev] The cluster is up. To use it:\n\nexport KUBECONFIG=%s\n\n", fs.Path(kubeconfig.AdminPath))
 		fmt.Fprintf(s.Out, "[dev] `kubeboot dev print --root %s` prints how to run any component by hand. Ctrl-C stops and removes the cluster", g.Root)
 		if o.preserve {
 			fmt.Fprint(s.Out, ", keeping etcd's data and the certificates")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubeboot/kubeboot/cluster"
 	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/etcdbackup"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
@@ -121,7 +122,7 @@ func newEtcdMembersCommand(g *GlobalFlags, s Streams) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fs := g.FS(false, s.Out)
-			certDir := "/etc/kubernetes/pki"
+			certDir := config.DefaultCertificatesDir
 			for _, sp := range mustSpecs(fs) {
 				for _, a := range sp.Args {
 					if v, ok := strings.CutPrefix(a, "--etcd-cafile="); ok && sp.Name == component.APIServer {

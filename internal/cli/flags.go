@@ -21,7 +21,7 @@ func addInitConfigFlags(fs *pflag.FlagSet, f *config.InitFlags) {
 	fs.StringVar(&f.ServiceCIDR, config.FlagServiceCIDR, "10.96.0.0/12", "The range of IP addresses for service VIPs")
 	fs.StringVar(&f.ServiceDNSDomain, config.FlagServiceDNSDomain, "cluster.local", "The DNS domain of services")
 	fs.StringVar(&f.NodeName, config.FlagNodeName, "", "The node's name (default: the hostname)")
-	fs.StringVar(&f.CertDir, config.FlagCertDir, "/etc/kubernetes/pki", "Where certificates are stored (under --root)")
+	fs.StringVar(&f.CertDir, config.FlagCertDir, config.DefaultCertificatesDir, "Where certificates are stored (under --root)")
 	fs.StringVar(&f.KubernetesVersion, config.FlagKubernetesVersion, "", "The Kubernetes version of the control plane; kubeboot runs the one it embeds")
 	fs.StringSliceVar(&f.CertSANs, config.FlagCertSANs, nil, "Extra Subject Alternative Names (IPs or DNS names) for the API server certificate")
 	fs.StringVar(&f.Token, config.FlagToken, "", "The bootstrap token, of the form [a-z0-9]{6}.[a-z0-9]{16} (default: generated)")

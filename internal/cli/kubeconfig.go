@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"path"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -44,7 +43,7 @@ signed by the cluster CA. The server URL is the control-plane endpoint of
 			}
 			server := kubeconfig.ServerURL(gen.Cfg)
 			if o.configFile == "" {
-				_, cl, _, err := kw.Load(path.Join(kubeconfig.Dir, "admin.conf"))
+				_, cl, _, err := kw.Load(kubeconfig.AdminPath)
 				if err != nil {
 					return fmt.Errorf("no --config given and %w", err)
 				}

@@ -55,7 +55,7 @@ func newCertRenewerCommand(g *GlobalFlags, s Streams) *cobra.Command {
 			return r.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&certDir, config.FlagCertDir, "/etc/kubernetes/pki", "Where certificates are stored (a node path)")
+	cmd.Flags().StringVar(&certDir, config.FlagCertDir, config.DefaultCertificatesDir, "Where certificates are stored (a node path)")
 	cmd.Flags().StringVar(&alg, "encryption-algorithm", "RSA-2048", "The key type of renewed certificates (the cluster's encryptionAlgorithm)")
 	cmd.Flags().DurationVar(&validity, "validity", 365*24*time.Hour, "The validity of renewed certificates (the cluster's certificateValidityPeriod)")
 	cmd.Flags().DurationVar(&renewBefore, "renew-before", renewal.DefaultRenewBefore, "Renew this long before expiry, or after two thirds of the validity when that comes first")
@@ -89,7 +89,7 @@ func newEtcdSnapshotterCommand(g *GlobalFlags, s Streams) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&sch.Node, config.FlagNodeName, "", "This node's name (in the snapshots' names)")
-	cmd.Flags().StringVar(&certDir, config.FlagCertDir, "/etc/kubernetes/pki", "Where certificates are stored (a node path)")
+	cmd.Flags().StringVar(&certDir, config.FlagCertDir, config.DefaultCertificatesDir, "Where certificates are stored (a node path)")
 	cmd.Flags().DurationVar(&sch.Interval, "interval", config.DefaultEtcdSnapshotInterval, "Time between two snapshots")
 	cmd.Flags().IntVar(&sch.Keep, "keep", config.DefaultEtcdSnapshotKeep, "How many snapshots to keep")
 	cmd.Flags().StringVar(&sch.Dir, "dir", config.DefaultEtcdSnapshotDir, "Where to write them (a node path)")

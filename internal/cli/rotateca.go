@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -56,7 +55,7 @@ If the command stops half-way, run it again: it continues where it stopped.`,
 			}
 			d.Kubeconfig = o.kubeconfig
 			if d.Kubeconfig == "" {
-				d.Kubeconfig = fsys.NewRoot(g.Root).Path(path.Join(kubeconfig.Dir, "admin.conf"))
+				d.Kubeconfig = fsys.NewRoot(g.Root).Path(kubeconfig.AdminPath)
 			}
 			if _, err := os.Stat(d.Kubeconfig); err != nil {
 				return fmt.Errorf("rotate-ca runs on the control plane, with the API: %w", err)
@@ -130,7 +129,7 @@ func newCAAgentCommand(g *GlobalFlags, s Streams) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&a.Node, config.FlagNodeName, "", "This node's name")
-	cmd.Flags().StringVar(&a.CertDir, config.FlagCertDir, "/etc/kubernetes/pki", "Where certificates are stored (a node path)")
+	cmd.Flags().StringVar(&a.CertDir, config.FlagCertDir, config.DefaultCertificatesDir, "Where certificates are stored (a node path)")
 	cmd.Flags().StringVar(&alg, "encryption-algorithm", "RSA-2048", "The key type of re-issued certificates on a control plane (the cluster's encryptionAlgorithm)")
 	cmd.Flags().DurationVar(&validity, "validity", 365*24*time.Hour, "The validity of re-issued certificates on a control plane (the cluster's certificateValidityPeriod)")
 	return cmd

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"path"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -32,7 +31,7 @@ func (o *tokenOptions) file(g *GlobalFlags) string {
 	if o.kubeconfig != "" {
 		return o.kubeconfig
 	}
-	return g.FS(false, nil).Path(path.Join(kubeconfig.Dir, "admin.conf"))
+	return g.FS(false, nil).Path(kubeconfig.AdminPath)
 }
 
 func (o *tokenOptions) client(g *GlobalFlags) (kubernetes.Interface, error) {

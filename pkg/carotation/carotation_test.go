@@ -258,7 +258,7 @@ func TestControlPlaneAgentFollowsTheSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := clientcmd.Write(*kc)
-	root.WriteFile(path.Join(kubeconfig.Dir, "admin.conf"), b, 0o600)
+	root.WriteFile(kubeconfig.AdminPath, b, 0o600)
 
 	nextKeyPEM, _ := keyutil.MarshalPrivateKeyToPEM(next.Key)
 	sealed, err := SealKey(old.Key, next.Cert, nextKeyPEM)
@@ -334,7 +334,7 @@ func TestControlPlaneAgentFollowsTheSteps(t *testing.T) {
 	if c := cert("apiserver.crt"); c.Subject.CommonName != "kube-apiserver" || fmt.Sprint(c.DNSNames) != "[cp2]" {
 		t.Errorf("switch: apiserver.crt lost its identity: %s %v", c.Subject.CommonName, c.DNSNames)
 	}
-	if c, err := kw.ClientCert(path.Join(kubeconfig.Dir, "admin.conf")); err != nil || !signedBy(c, next.Cert) {
+	if c, err := kw.ClientCert(kubeconfig.AdminPath); err != nil || !signedBy(c, next.Cert) {
 		t.Errorf("switch: admin.conf's certificate was not re-issued by the new CA (%v)", err)
 	}
 

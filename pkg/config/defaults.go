@@ -22,6 +22,12 @@ const ManagedCRISocket = "unix:///run/kubeboot/containerd/containerd.sock"
 // DefaultCRISocket is the socket written into default files.
 const DefaultCRISocket = ManagedCRISocket
 
+// kubeadm's defaults of the node paths its documents name.
+const (
+	DefaultCertificatesDir = kubeadmv1.DefaultCertificatesDir
+	DefaultEtcdDataDir     = kubeadmv1.DefaultEtcdDataDir
+)
+
 // DefaultPodSubnet is the pod network when none is given: kubeboot
 // brings its own pod networking, which needs one.
 const DefaultPodSubnet = "10.244.0.0/16"

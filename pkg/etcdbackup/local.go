@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path"
 	"strings"
 
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
@@ -18,7 +17,7 @@ import (
 // LocalCluster reads the cluster's configuration with this control
 // plane's admin.conf.
 func LocalCluster(ctx context.Context, fs fsys.FS) (*config.Config, error) {
-	admin := fs.Path(path.Join(kubeconfig.Dir, "admin.conf"))
+	admin := fs.Path(kubeconfig.AdminPath)
 	c, _, err := apiclient.FromKubeconfig(admin, "")
 	if err != nil {
 		return nil, fmt.Errorf("%w: run this on a control-plane node", err)

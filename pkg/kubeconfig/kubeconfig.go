@@ -17,6 +17,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	kubeconfigutil "k8s.io/kubernetes/cmd/kubeadm/app/util/kubeconfig"
 
 	"github.com/kubeboot/kubeboot/pkg/config"
@@ -24,8 +25,15 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/pki"
 )
 
-// Dir is where kubeconfig files live, as a node path.
-const Dir = "/etc/kubernetes"
+// Dir is where kubeconfig files live, as a node path: kubeadm's.
+const Dir = kubeadmconstants.KubernetesDir
+
+// Admin is the cluster administrator's kubeconfig file, in Dir;
+// AdminPath its node path.
+const (
+	Admin     = kubeadmconstants.AdminKubeConfigFileName
+	AdminPath = Dir + "/" + Admin
+)
 
 // Spec is one kubeconfig file and the identity it carries.
 type Spec struct {
@@ -62,7 +70,7 @@ func List(c *config.Config) []Spec {
 		node = c.Init.NodeRegistration.Name
 	}
 	return []Spec{
-		{Name: "admin", FileName: "admin.conf", ClientName: "kubernetes-admin", Organizations: []string{"kubeadm:cluster-admins"}, Renewable: true,
+		{Name: "admin", FileName: Admin, ClientName: "kubernetes-admin", Organizations: []string{"kubeadm:cluster-admins"}, Renewable: true,
 			Short: "Generate a kubeconfig file for the admin to use and for kubeboot itself"},
 		{Name: "super-admin", FileName: "super-admin.conf", ClientName: "kubernetes-super-admin", Organizations: []string{"system:masters"}, Renewable: true,
 			Short: "Generate a kubeconfig file for the super-admin (bypasses RBAC)"},

@@ -2,6 +2,7 @@ package kubeconfig
 
 import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	kubeconfigutil "k8s.io/kubernetes/cmd/kubeadm/app/util/kubeconfig"
 )
 
@@ -9,8 +10,8 @@ import (
 const (
 	// BootstrapKubelet holds the bootstrap token the kubelet uses for its
 	// TLS bootstrap; join removes it once the kubelet has its certificate.
-	BootstrapKubelet = "bootstrap-kubelet.conf"
-	Kubelet          = "kubelet.conf"
+	BootstrapKubelet = kubeadmconstants.KubeletBootstrapKubeConfigFileName
+	Kubelet          = kubeadmconstants.KubeletKubeConfigFileName
 	// KubeProxy is kube-proxy's (and the network agent's) kubeconfig.
 	KubeProxy = "kube-proxy.conf"
 )

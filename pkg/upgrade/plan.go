@@ -60,7 +60,7 @@ func Prepare(ctx context.Context, fs fsys.FS, binary string) (*Target, error) {
 	// admin.conf, which can also list the nodes.
 	conf := path.Join(kubeconfig.Dir, kubeconfig.Kubelet)
 	if t.ControlPlane {
-		conf = path.Join(kubeconfig.Dir, "admin.conf")
+		conf = kubeconfig.AdminPath
 	}
 	if t.client, _, err = apiclient.FromKubeconfig(fs.Path(conf), ""); err != nil {
 		return nil, err

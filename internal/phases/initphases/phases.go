@@ -106,7 +106,7 @@ func (d *Data) Client() (kubernetes.Interface, error) {
 	if d.client != nil {
 		return d.client, nil
 	}
-	c, _, err := apiclient.FromKubeconfig(d.FS.Path(path.Join(kubeconfig.Dir, "admin.conf")), d.localServer())
+	c, _, err := apiclient.FromKubeconfig(d.FS.Path(kubeconfig.AdminPath), d.localServer())
 	if err != nil {
 		return nil, err
 	}
@@ -329,7 +329,7 @@ func runBootstrapToken(ctx context.Context, d *Data) error {
 		}
 	}
 	d.Logf("[bootstrap-token] Configuring bootstrap tokens, cluster-info ConfigMap, RBAC Roles")
-	admin, err := clientcmd.LoadFromFile(d.FS.Path(path.Join(kubeconfig.Dir, "admin.conf")))
+	admin, err := clientcmd.LoadFromFile(d.FS.Path(kubeconfig.AdminPath))
 	if err != nil && !d.FS.DryRun() {
 		return err
 	}
@@ -434,7 +434,7 @@ func runShowJoinCommand(_ context.Context, d *Data) error {
 	if d.SkipCertificateKeyPrint {
 		key = "<value withheld>"
 	}
-	admin := d.FS.Path(path.Join(kubeconfig.Dir, "admin.conf"))
+	admin := d.FS.Path(kubeconfig.AdminPath)
 	fmt.Fprintf(d.Out, `
 Your Kubernetes control-plane has initialized successfully!
 

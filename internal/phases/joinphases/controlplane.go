@@ -158,7 +158,7 @@ func runControlPlaneSpecs(ctx context.Context, d *Data) error {
 // talking to the API server this node joined through (its own does not
 // serve before its etcd member does).
 func (d *Data) adminClient() (kubernetes.Interface, error) {
-	c, _, err := apiclient.FromKubeconfig(d.FS.Path(path.Join(kubeconfig.Dir, "admin.conf")), d.cluster.Server)
+	c, _, err := apiclient.FromKubeconfig(d.FS.Path(kubeconfig.AdminPath), d.cluster.Server)
 	return c, err
 }
 

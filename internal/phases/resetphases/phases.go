@@ -31,6 +31,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/cleanup"
 	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
@@ -333,7 +334,7 @@ func etcdDataDir(fs fsys.FS) string {
 			return v
 		}
 	}
-	return "/var/lib/etcd"
+	return config.DefaultEtcdDataDir
 }
 
 // keepShared replaces, in paths, the node's directories that hold a
@@ -376,7 +377,7 @@ func runRemoveEtcdMember(ctx context.Context, d *Data) error {
 			peer = v
 		}
 	}
-	certs := d.FS.Path("/etc/kubernetes/pki")
+	certs := d.FS.Path(config.DefaultCertificatesDir)
 	for _, a := range specArgs(d.FS, component.APIServer) {
 		if v, ok := strings.CutPrefix(a, "--etcd-cafile="); ok {
 			certs = path.Dir(path.Dir(v))
@@ -409,7 +410,7 @@ func runRemoveEtcdMember(ctx context.Context, d *Data) error {
 		if err := daemon.StopComponent(ctx, d.FS, component.Kubelet, time.Minute); err != nil {
 			return err
 		}
-		d.deleteNode(ctx, name, path.Join(kubeconfig.Dir, "admin.conf"))
+		d.deleteNode(ctx, name, kubeconfig.AdminPath)
 	}
 	// The API server next, while its etcd member still serves: on the way
 	// out it removes its endpoint from the kubernetes Service (the other
