@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
@@ -435,26 +437,28 @@ func StopComponent(ctx context.Context, fs fsys.FS, name string, timeout time.Du
 	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		r, err := ReadStatus(fs)
-		if err == nil {
-			running := false
-			for _, c := range r.Components {
-				if c.Name == name && c.PID != 0 {
-					running = true
-				}
-			}
-			if !running && r.Updated.After(time.Now().Add(-time.Minute)) {
-				return nil
-			}
+		if err != nil {
+			return false, nil
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		time.Sleep(50 * time.Millisecond)
+		running := slices.ContainsFunc(r.Components, func(c supervisor.Status) bool { return c.Name == name && c.PID != 0 })
+		return !running && r.Updated.After(time.Now().Add(-time.Minute)), nil
+	})
+	return pollError(ctx, err, "the kubeboot daemon did not stop %s within %s", name, timeout)
+}
+
+// pollError is a poll's outcome: nil, the caller's cancellation, or the
+// error that says what did not happen in time.
+func pollError(ctx context.Context, err error, format string, args ...any) error {
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	default:
+		return fmt.Errorf(format, args...)
 	}
-	return fmt.Errorf("the kubeboot daemon did not stop %s within %s", name, timeout)
 }
 
 // Swap hands one component's slot to a developer's own process: the
@@ -533,17 +537,11 @@ func signalAndWait(ctx context.Context, fs fsys.FS, timeout time.Duration, what 
 	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
 		return err
 	}
-	deadline := sent.Add(timeout)
-	for time.Now().Before(deadline) {
-		if r, err := ReadStatus(fs); err == nil && r.Updated.After(sent) && slices.ContainsFunc(r.Components, ok) {
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return fmt.Errorf("the kubeboot daemon did not %s within %s; see %s", what, timeout, fs.Path(LogFile))
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		r, err := ReadStatus(fs)
+		return err == nil && r.Updated.After(sent) && slices.ContainsFunc(r.Components, ok), nil
+	})
+	return pollError(ctx, err, "the kubeboot daemon did not %s within %s; see %s", what, timeout, fs.Path(LogFile))
 }
 
 // verifyHelpers checks, at every start, the per-pod helpers init or join
