@@ -16,7 +16,6 @@ import (
 	"github.com/containerd/containerd/v2/core/images/archive"
 	"github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
-	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
@@ -118,7 +117,7 @@ func ImportBuilt(ctx context.Context, socket string, files Files) (int64, error)
 	defer done(ctx) //nolint:errcheck
 	cs := c.ContentStore()
 	all := All()
-	layers := map[string]descriptor{}
+	layers := map[string]ocispec.Descriptor{}
 	var streamed int64
 	for _, name := range filesOf(all) {
 		d, err := writeLayerBlob(ctx, cs, name, files[name])
@@ -137,20 +136,20 @@ func ImportBuilt(ctx context.Context, socket string, files Files) (int64, error)
 	gcLabels := map[string]map[string]string{}
 	for i := 0; i < len(b.blobs); i += 2 {
 		cfg, man := b.blobs[i], b.blobs[i+1]
-		gcLabels[man.desc.Digest] = map[string]string{
-			"containerd.io/gc.ref.content.config": cfg.desc.Digest,
-			"containerd.io/gc.ref.content.l.0":    layers[all[i/2].File].Digest,
+		gcLabels[man.desc.Digest.String()] = map[string]string{
+			"containerd.io/gc.ref.content.config": cfg.desc.Digest.String(),
+			"containerd.io/gc.ref.content.l.0":    layers[all[i/2].File].Digest.String(),
 		}
 	}
 	for _, bl := range b.blobs {
-		if err := content.WriteBlob(ctx, cs, "kubeboot-"+bl.desc.Digest, bytes.NewReader(bl.data), ociDesc(bl.desc),
-			content.WithLabels(gcLabels[bl.desc.Digest])); err != nil {
+		if err := content.WriteBlob(ctx, cs, "kubeboot-"+bl.desc.Digest.String(), bytes.NewReader(bl.data), bl.desc,
+			content.WithLabels(gcLabels[bl.desc.Digest.String()])); err != nil {
 			return streamed, err
 		}
 	}
 	is := c.ImageService()
 	for i, img := range all {
-		rec := images.Image{Name: img.Name, Target: ociDesc(b.manifests[i])}
+		rec := images.Image{Name: img.Name, Target: b.manifests[i]}
 		if _, err := is.Create(ctx, rec); errdefs.IsAlreadyExists(err) {
 			_, err = is.Update(ctx, rec, "target")
 			if err != nil {
@@ -168,41 +167,33 @@ func ImportBuilt(ctx context.Context, socket string, files Files) (int64, error)
 
 // writeLayerBlob streams the layer of the file at path into the content
 // store, and returns its descriptor, which containerd computed.
-func writeLayerBlob(ctx context.Context, cs content.Store, name, path string) (descriptor, error) {
+func writeLayerBlob(ctx context.Context, cs content.Store, name, path string) (ocispec.Descriptor, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return descriptor{}, err
+		return ocispec.Descriptor{}, err
 	}
 	defer f.Close()
 	w, err := content.OpenWriter(ctx, cs, content.WithRef("kubeboot-layer-"+name))
 	if err != nil {
-		return descriptor{}, err
+		return ocispec.Descriptor{}, err
 	}
 	defer w.Close()
 	// A previous, interrupted write of the same ref resumes here: start over.
 	if err := w.Truncate(0); err != nil {
-		return descriptor{}, err
+		return ocispec.Descriptor{}, err
 	}
 	// Whole megabytes per gRPC message, not the tar writer's 32 KiB.
 	buf := bufio.NewWriterSize(w, 1<<20)
 	n := &counter{}
 	if err := writeLayer(io.MultiWriter(buf, n), name, f); err != nil {
-		return descriptor{}, err
+		return ocispec.Descriptor{}, err
 	}
 	if err := buf.Flush(); err != nil {
-		return descriptor{}, err
+		return ocispec.Descriptor{}, err
 	}
 	dgst := w.Digest()
 	if err := w.Commit(ctx, n.n, dgst); err != nil && !errdefs.IsAlreadyExists(err) {
-		return descriptor{}, err
+		return ocispec.Descriptor{}, err
 	}
-	return descriptor{MediaType: mediaLayer, Digest: dgst.String(), Size: n.n}, nil
-}
-
-func ociDesc(d descriptor) ocispec.Descriptor {
-	o := ocispec.Descriptor{MediaType: d.MediaType, Digest: digest.Digest(d.Digest), Size: d.Size, Annotations: d.Annotations}
-	if d.Platform != nil {
-		o.Platform = &ocispec.Platform{Architecture: d.Platform.Architecture, OS: d.Platform.OS}
-	}
-	return o
+	return ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: dgst, Size: n.n}, nil
 }

@@ -3,7 +3,6 @@ package images
 import (
 	"archive/tar"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"hash"
@@ -12,6 +11,11 @@ import (
 	"runtime"
 	"sort"
 	"time"
+
+	ctrimages "github.com/containerd/containerd/v2/core/images"
+	"github.com/opencontainers/go-digest"
+	specs "github.com/opencontainers/image-spec/specs-go"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
 // Image is one image kubeboot builds from a file it carries: the image's
@@ -41,26 +45,6 @@ func All() []Image {
 
 // Files maps each File of the images to the host file it is made of.
 type Files map[string]string
-
-const (
-	mediaLayer    = "application/vnd.oci.image.layer.v1.tar"
-	mediaConfig   = "application/vnd.oci.image.config.v1+json"
-	mediaManifest = "application/vnd.oci.image.manifest.v1+json"
-	mediaIndex    = "application/vnd.oci.image.index.v1+json"
-)
-
-type descriptor struct {
-	MediaType   string            `json:"mediaType"`
-	Digest      string            `json:"digest"`
-	Size        int64             `json:"size"`
-	Annotations map[string]string `json:"annotations,omitempty"`
-	Platform    *platform         `json:"platform,omitempty"`
-}
-
-type platform struct {
-	Architecture string `json:"architecture"`
-	OS           string `json:"os"`
-}
 
 // fixed timestamp: the same files always yield the same image digests.
 var epoch = time.Unix(0, 0).UTC()
@@ -99,14 +83,9 @@ func (c *counter) Write(p []byte) (int, error) {
 	return c.h.Write(p)
 }
 
-func digestOf(b []byte) string {
-	s := sha256.Sum256(b)
-	return "sha256:" + hex.EncodeToString(s[:])
-}
-
 // blob is a config or manifest of a built image.
 type blob struct {
-	desc descriptor
+	desc ocispec.Descriptor
 	data []byte
 }
 
@@ -115,42 +94,41 @@ type built struct {
 	blobs []blob // configs and manifests
 	// manifests are the images' manifests, in the order of the images,
 	// named by their annotations.
-	manifests []descriptor
+	manifests []ocispec.Descriptor
 }
 
 // describe makes the images' configs and manifests, given the descriptor
 // of each File's layer.
-func describe(images []Image, layers map[string]descriptor) (built, error) {
+func describe(images []Image, layers map[string]ocispec.Descriptor) (built, error) {
 	var b built
-	plat := &platform{Architecture: runtime.GOARCH, OS: "linux"}
+	plat := ocispec.Platform{Architecture: runtime.GOARCH, OS: "linux"}
 	for _, img := range images {
 		layer, ok := layers[img.File]
 		if !ok {
 			return b, fmt.Errorf("no file for image %s (%s)", img.Name, img.File)
 		}
-		cfg, err := json.Marshal(map[string]any{
-			"architecture": plat.Architecture, "os": plat.OS, "created": epoch.Format(time.RFC3339),
-			"config": map[string]any{"Entrypoint": img.Entrypoint, "Env": []string{"PATH=/"}, "WorkingDir": "/"},
-			"rootfs": map[string]any{"type": "layers", "diff_ids": []string{layer.Digest}},
+		cfg, err := json.Marshal(ocispec.Image{
+			Created: &epoch, Platform: plat,
+			Config: ocispec.ImageConfig{Entrypoint: img.Entrypoint, Env: []string{"PATH=/"}, WorkingDir: "/"},
+			RootFS: ocispec.RootFS{Type: "layers", DiffIDs: []digest.Digest{layer.Digest}},
 		})
 		if err != nil {
 			return b, err
 		}
-		cfgDesc := descriptor{MediaType: mediaConfig, Digest: digestOf(cfg), Size: int64(len(cfg))}
-		man, err := json.Marshal(map[string]any{
-			"schemaVersion": 2, "mediaType": mediaManifest,
-			"config": cfgDesc,
-			"layers": []descriptor{layer},
+		cfgDesc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageConfig, Digest: digest.FromBytes(cfg), Size: int64(len(cfg))}
+		man, err := json.Marshal(ocispec.Manifest{
+			Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageManifest,
+			Config: cfgDesc, Layers: []ocispec.Descriptor{layer},
 		})
 		if err != nil {
 			return b, err
 		}
-		manDesc := descriptor{MediaType: mediaManifest, Digest: digestOf(man), Size: int64(len(man))}
+		manDesc := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageManifest, Digest: digest.FromBytes(man), Size: int64(len(man))}
 		b.blobs = append(b.blobs, blob{cfgDesc, cfg}, blob{manDesc, man})
-		manDesc.Platform = plat
+		manDesc.Platform = &plat
 		manDesc.Annotations = map[string]string{
-			"io.containerd.image.name":          img.Name,
-			"org.opencontainers.image.ref.name": img.Name,
+			ctrimages.AnnotationImageName: img.Name,
+			ocispec.AnnotationRefName:     img.Name,
 		}
 		b.manifests = append(b.manifests, manDesc)
 	}
@@ -182,7 +160,7 @@ func WriteArchive(w io.Writer, files Files, images []Image) error {
 		}
 	}()
 	// First pass: each layer's digest, which the configs and manifests name.
-	layers := map[string]descriptor{}
+	layers := map[string]ocispec.Descriptor{}
 	for _, name := range filesOf(images) {
 		f, err := os.Open(files[name])
 		if err != nil {
@@ -193,7 +171,7 @@ func WriteArchive(w io.Writer, files Files, images []Image) error {
 		if err := writeLayer(c, name, f); err != nil {
 			return err
 		}
-		layers[name] = descriptor{MediaType: mediaLayer, Digest: "sha256:" + hex.EncodeToString(c.h.Sum(nil)), Size: c.n}
+		layers[name] = ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: digest.NewDigest(digest.SHA256, c.h), Size: c.n}
 	}
 	b, err := describe(images, layers)
 	if err != nil {
@@ -208,13 +186,17 @@ func WriteArchive(w io.Writer, files Files, images []Image) error {
 		_, err := tw.Write(data)
 		return err
 	}
-	blobPath := func(d string) string { return "blobs/sha256/" + d[len("sha256:"):] }
+	blobPath := func(d digest.Digest) string { return "blobs/" + d.Algorithm().String() + "/" + d.Encoded() }
 	for _, dir := range []string{"blobs/", "blobs/sha256/"} {
 		if err := tw.WriteHeader(&tar.Header{Name: dir, Mode: 0o755, ModTime: epoch, Typeflag: tar.TypeDir}); err != nil {
 			return err
 		}
 	}
-	if err := file("oci-layout", []byte(`{"imageLayoutVersion":"1.0.0"}`)); err != nil {
+	layout, err := json.Marshal(ocispec.ImageLayout{Version: ocispec.ImageLayoutVersion})
+	if err != nil {
+		return err
+	}
+	if err := file(ocispec.ImageLayoutFile, layout); err != nil {
 		return err
 	}
 	// The layers, streamed a second time.
@@ -232,11 +214,11 @@ func WriteArchive(w io.Writer, files Files, images []Image) error {
 			return err
 		}
 	}
-	idx, err := json.Marshal(map[string]any{"schemaVersion": 2, "mediaType": mediaIndex, "manifests": b.manifests})
+	idx, err := json.Marshal(ocispec.Index{Versioned: specs.Versioned{SchemaVersion: 2}, MediaType: ocispec.MediaTypeImageIndex, Manifests: b.manifests})
 	if err != nil {
 		return err
 	}
-	if err := file("index.json", idx); err != nil {
+	if err := file(ocispec.ImageIndexFile, idx); err != nil {
 		return err
 	}
 	if err := tw.Close(); err != nil {
