@@ -65,7 +65,7 @@ func inExampleHost(bin string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	dir, err := os.MkdirTemp("", "kubeboot-examples-")
+	dir, err := os.MkdirTemp("", "kbex-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -79,7 +79,7 @@ func inExampleHost(bin string) int {
 	// The examples' roots go under the host's directory: an example that
 	// fails (log.Fatal) skips its deferred Reset, and its node is reset
 	// here, inside the host, before the host goes.
-	tmp := filepath.Join(dir, "examples")
+	tmp := filepath.Join(dir, "e") // short: the roots' socket paths must fit in 104 bytes
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
