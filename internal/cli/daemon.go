@@ -53,7 +53,7 @@ components to run as spec files in /etc/kubernetes/kubeboot/components.`,
 					defer f.Close()
 					logw = io.MultiWriter(s.Out, f)
 				}
-				return daemon.Run(cmd.Context(), fs, exe, logw, inProcessComponents())
+				return daemon.New(fs, exe, logw, inProcessComponents()).Run(cmd.Context())
 			},
 		},
 		&cobra.Command{

@@ -139,11 +139,44 @@ func Running(fs fsys.FS) int {
 	return pid
 }
 
+// Daemon is the node daemon: it runs the components whose specs are in
+// the spec directory under a supervisor, writes their status, restarts
+// them when a file they read at start changes or when asked, and hands
+// one to a developer's own process while it is swapped out.
+type Daemon struct {
+	fs        fsys.FS
+	exe       string
+	logw      io.Writer
+	inProcess map[string]supervisor.InProcessFunc
+
+	logMu    sync.Mutex
+	env      []string
+	sup      *supervisor.Supervisor
+	cpu      *bringUp
+	restarts *restarter
+	store    component.Store
+	// applied is what reload last handed the supervisor, with what was
+	// swapped out, marshalled; running are those specs.
+	applied []byte
+	running []component.Spec
+	// statusMu guards swapped, which reload writes and the status report
+	// reads, and the status file.
+	statusMu sync.Mutex
+	swapped  map[string]time.Time
+}
+
+// New returns the daemon of the node under fs. It runs components from
+// exe, logs to logw, and runs the components of inProcess as goroutines
+// of its own rather than as processes (component.InDaemon).
+func New(fs fsys.FS, exe string, logw io.Writer, inProcess map[string]supervisor.InProcessFunc) *Daemon {
+	return &Daemon{fs: fs, exe: exe, logw: logw, inProcess: inProcess, store: component.Store{FS: fs}, swapped: map[string]time.Time{}}
+}
+
 // Run is the daemon itself. It returns when ctx ends, after stopping every
 // component. SIGHUP makes it re-read the spec directory at once; it also
-// re-reads it every 2 s. inProcess names the components it runs as
-// goroutines of its own rather than as processes (the network agent).
-func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer, inProcess map[string]supervisor.InProcessFunc) error {
+// re-reads it every 2 s.
+func (d *Daemon) Run(ctx context.Context) error {
+	fs := d.fs
 	// Before the pid file names this process: a command that finds it
 	// there signals it at once, and SIGHUP's default is to end it (under
 	// systemd, with a clean exit: the unit stopped and started again).
@@ -167,133 +200,133 @@ func Run(ctx context.Context, fs fsys.FS, exe string, logw io.Writer, inProcess 
 	if err := os.MkdirAll(fs.Path(LogDir), 0o755); err != nil {
 		return err
 	}
-	var logMu sync.Mutex
-	logf := func(format string, args ...any) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		fmt.Fprintf(logw, "%s %s\n", time.Now().Format(time.RFC3339Nano), fmt.Sprintf(format, args...))
-	}
-	var sup *supervisor.Supervisor
-	env := ComponentEnv(os.Environ())
-	// swapped is read and written by reload, on this goroutine, and read
-	// by writeStatus under statusMu.
-	swapped := map[string]time.Time{}
-	writeStatus := func() {
-		if sup == nil {
-			return
-		}
-		r := StatusReport{PID: os.Getpid(), Updated: time.Now(), Components: sup.Statuses(), Env: env, Dir: fs.Path("/")}
-		for name, since := range swapped {
-			r.Components = append(r.Components, supervisor.Status{Name: name, State: StateSwapped, Since: since})
-		}
-		b, _ := json.MarshalIndent(r, "", "  ")
-		_ = fsys.WriteFileAtomic(fs.Path(StatusFile), b, 0o644)
-	}
-	var statusMu sync.Mutex
-	onChange := func() {
-		statusMu.Lock()
-		defer statusMu.Unlock()
-		writeStatus()
-	}
+	d.env = ComponentEnv(os.Environ())
 	if SystemdRunning() {
 		// The kubelet's cgroup root is the node's slice: it must have every
 		// controller the kubelet requires, hugetlb among them, which
 		// systemd does not enable.
 		if err := cpugroup.EnableControllers(fs.Path("/")); err != nil {
-			logf("WARNING: %v", err)
+			d.logf("WARNING: %v", err)
 		}
 	}
-	cpu := newBringUp(fs, logf)
-	// changed writes the status and lets the bring-up see the API server's
-	// readiness (or its time limit run out).
-	changed := func() { onChange(); cpu.check(sup.Statuses()) }
-	sup = supervisor.New(supervisor.Options{Exe: exe, LogDir: fs.Path(LogDir), Logf: logf,
-		OnChange:  changed,
-		Started:   cpu.place,
+	d.cpu = newBringUp(fs, d.logf)
+	d.sup = supervisor.New(supervisor.Options{Exe: d.exe, LogDir: fs.Path(LogDir), Logf: d.logf,
+		OnChange:  d.changed,
+		Started:   d.cpu.place,
 		LinkDir:   fs.Path(LinkDir),
-		Env:       env,
+		Env:       d.env,
 		Dir:       fs.Path("/"),
-		InProcess: inProcess,
+		InProcess: d.inProcess,
 	})
-	store := component.Store{FS: fs}
-	var applied []byte
-	// running is what reload last handed the supervisor.
-	var running []component.Spec
-	restarts := newRestarter(logf, sup.Restart)
+	d.restarts = newRestarter(d.logf, d.sup.Restart)
 	restartCtx, stopRestarts := context.WithCancel(ctx)
 	defer stopRestarts()
-	go restarts.run(restartCtx)
-	reload := func() {
-		all, err := store.Load()
-		if err != nil {
-			logf("reading specs: %v", err)
-			return
-		}
-		nowSwapped := Swapped(fs)
-		var specs []component.Spec
-		for _, s := range all {
-			if _, ok := nowSwapped[s.Name]; !ok {
-				specs = append(specs, s)
-			}
-		}
-		running = specs
-		b, _ := json.Marshal(struct {
-			Specs   []component.Spec
-			Swapped map[string]time.Time
-		}{specs, nowSwapped})
-		if string(b) == string(applied) {
-			return
-		}
-		applied = b
-		statusMu.Lock()
-		for name := range nowSwapped {
-			if _, ok := swapped[name]; !ok {
-				logf("%s is swapped out: a process of the developer's runs in its place", name)
-			}
-		}
-		for name := range swapped {
-			if _, ok := nowSwapped[name]; !ok {
-				logf("%s is handed back to the daemon", name)
-			}
-		}
-		swapped = nowSwapped
-		statusMu.Unlock()
-		names := make([]string, len(specs))
-		for i, s := range specs {
-			names[i] = s.Name
-		}
-		logf("running %v", names)
-		cpu.specs(specs)
-		sup.Apply(specs)
-	}
-	logf("kubeboot daemon started (pid %d, root %s)", os.Getpid(), fs.Path("/"))
-	verifyHelpers(fs, logf)
-	// look applies what changed on disk: specs, files components read at
-	// start, restarts asked for.
-	look := func() {
-		reload()
-		restarts.check(running)
-		restarts.requested(fs.Path(RestartDir))
-	}
-	look()
+	go d.restarts.run(restartCtx)
+	d.logf("kubeboot daemon started (pid %d, root %s)", os.Getpid(), fs.Path("/"))
+	verifyHelpers(fs, d.logf)
+	d.look()
 	tick := time.NewTicker(2 * time.Second)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			logf("stopping every component")
+			d.logf("stopping every component")
 			stopRestarts()
-			sup.Stop()
-			onChange()
-			logf("kubeboot daemon stopped")
+			d.sup.Stop()
+			d.writeStatus()
+			d.logf("kubeboot daemon stopped")
 			return nil
 		case <-hup:
-			look()
+			d.look()
 		case <-tick.C:
-			look()
-			changed()
+			d.look()
+			d.changed()
 		}
 	}
+}
+
+// logf writes one timestamped line to the daemon's log.
+func (d *Daemon) logf(format string, args ...any) {
+	d.logMu.Lock()
+	defer d.logMu.Unlock()
+	fmt.Fprintf(d.logw, "%s %s\n", time.Now().Format(time.RFC3339Nano), fmt.Sprintf(format, args...))
+}
+
+// writeStatus writes the status file: every component's state, and
+// those swapped out.
+func (d *Daemon) writeStatus() {
+	d.statusMu.Lock()
+	defer d.statusMu.Unlock()
+	if d.sup == nil {
+		return
+	}
+	r := StatusReport{PID: os.Getpid(), Updated: time.Now(), Components: d.sup.Statuses(), Env: d.env, Dir: d.fs.Path("/")}
+	for name, since := range d.swapped {
+		r.Components = append(r.Components, supervisor.Status{Name: name, State: StateSwapped, Since: since})
+	}
+	b, _ := json.MarshalIndent(r, "", "  ")
+	_ = fsys.WriteFileAtomic(d.fs.Path(StatusFile), b, 0o644)
+}
+
+// changed writes the status and lets the bring-up see the API server's
+// readiness (or its time limit run out).
+func (d *Daemon) changed() {
+	d.writeStatus()
+	d.cpu.check(d.sup.Statuses())
+}
+
+// look applies what changed on disk: specs, files components read at
+// start, restarts asked for.
+func (d *Daemon) look() {
+	d.reload()
+	d.restarts.check(d.running)
+	d.restarts.requested(d.fs.Path(RestartDir))
+}
+
+// reload hands the supervisor the specs on disk, but for those swapped
+// out, when they changed.
+func (d *Daemon) reload() {
+	all, err := d.store.Load()
+	if err != nil {
+		d.logf("reading specs: %v", err)
+		return
+	}
+	nowSwapped := Swapped(d.fs)
+	var specs []component.Spec
+	for _, s := range all {
+		if _, ok := nowSwapped[s.Name]; !ok {
+			specs = append(specs, s)
+		}
+	}
+	d.running = specs
+	b, _ := json.Marshal(struct {
+		Specs   []component.Spec
+		Swapped map[string]time.Time
+	}{specs, nowSwapped})
+	if string(b) == string(d.applied) {
+		return
+	}
+	d.applied = b
+	d.statusMu.Lock()
+	for name := range nowSwapped {
+		if _, ok := d.swapped[name]; !ok {
+			d.logf("%s is swapped out: a process of the developer's runs in its place", name)
+		}
+	}
+	for name := range d.swapped {
+		if _, ok := nowSwapped[name]; !ok {
+			d.logf("%s is handed back to the daemon", name)
+		}
+	}
+	d.swapped = nowSwapped
+	d.statusMu.Unlock()
+	names := make([]string, len(specs))
+	for i, s := range specs {
+		names[i] = s.Name
+	}
+	d.logf("running %v", names)
+	d.cpu.specs(specs)
+	d.sup.Apply(specs)
 }
 
 // ReadStatus reads the status file the daemon writes.
