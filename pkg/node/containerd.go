@@ -1,8 +1,10 @@
 package node
 
 import (
-	"fmt"
 	"path"
+	"strconv"
+	"strings"
+	"text/template"
 
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/images"
@@ -19,10 +21,36 @@ import (
 // scores). NRI is off: its socket would be /var/run/nri/nri.sock, shared
 // by every node of a machine, and nothing of kubeboot's uses it.
 func ContainerdConfigTOML(fs fsys.FS, systemdCgroup bool) string {
-	return fmt.Sprintf(`# Written by kubeboot. containerd runs under the kubeboot node daemon.
+	var b strings.Builder
+	err := containerdConfig.Execute(&b, containerdSettings{
+		Root: fs.Path(ContainerdRoot), State: fs.Path(ContainerdState),
+		Socket: fs.Path(ContainerdSocket), TTRPCSocket: fs.Path(ContainerdSocket) + ".ttrpc",
+		Opt: fs.Path(ContainerdOpt), SandboxImage: images.Pause,
+		CNIBinDir: fs.Path(CNIBinDir), CNIConfDir: fs.Path(CNIConfDir),
+		RuncRoot: fs.Path(RuncRoot), ShimPath: fs.Path(ShimPath), ShimSocketDir: ShimSocketDir(fs),
+		RegistryHostsDir: fs.Path(RegistryHostsDir), SystemdCgroup: systemdCgroup,
+	})
+	if err != nil {
+		panic(err) // the template and its settings are this package's own
+	}
+	return b.String()
+}
+
+// containerdSettings are what the configuration names of this node.
+type containerdSettings struct {
+	Root, State, Socket, TTRPCSocket, Opt, SandboxImage      string
+	CNIBinDir, CNIConfDir, RuncRoot, ShimPath, ShimSocketDir string
+	RegistryHostsDir                                         string
+	SystemdCgroup                                            bool
+}
+
+// containerdConfig is the configuration with its comments, for the
+// operator who reads the file; q quotes a string as TOML's basic strings
+// (Go's escapes, the same for the paths and names it is given).
+var containerdConfig = template.Must(template.New("containerd.toml").Funcs(template.FuncMap{"q": strconv.Quote}).Parse(`# Written by kubeboot. containerd runs under the kubeboot node daemon.
 version = 4
-root = %[1]q
-state = %[2]q
+root = {{q .Root}}
+state = {{q .State}}
 disabled_plugins = [
   "io.containerd.snapshotter.v1.btrfs",
   "io.containerd.snapshotter.v1.zfs",
@@ -36,25 +64,25 @@ disabled_plugins = [
 ]
 
 [plugins."io.containerd.server.v1.grpc"]
-  address = %[3]q
+  address = {{q .Socket}}
 
 [plugins."io.containerd.server.v1.ttrpc"]
-  address = %[4]q
+  address = {{q .TTRPCSocket}}
 
 [plugins."io.containerd.shim.v1.manager"]
-  socket_dir = %[11]q
+  socket_dir = {{q .ShimSocketDir}}
 
 [plugins."io.containerd.internal.v1.opt"]
-  path = %[5]q
+  path = {{q .Opt}}
 
 [plugins."io.containerd.cri.v1.images"]
   snapshotter = "overlayfs"
   [plugins."io.containerd.cri.v1.images".pinned_images]
-    sandbox = %[6]q
+    sandbox = {{q .SandboxImage}}
   # A directory per registry with its hosts.toml (mirrors, CAs): the
   # node's own, not the host's /etc/containerd/certs.d.
   [plugins."io.containerd.cri.v1.images".registry]
-    config_path = %[12]q
+    config_path = {{q .RegistryHostsDir}}
 
 [plugins."io.containerd.cri.v1.runtime"]
   restrict_oom_score_adj = true
@@ -74,13 +102,13 @@ disabled_plugins = [
     default_runtime_name = "runc"
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
-      runtime_path = %[10]q
+      runtime_path = {{q .ShimPath}}
       [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
-        SystemdCgroup = %[13]t
-        Root = %[9]q
+        SystemdCgroup = {{.SystemdCgroup}}
+        Root = {{q .RuncRoot}}
   [plugins."io.containerd.cri.v1.runtime".cni]
-    bin_dirs = [%[7]q]
-    conf_dir = %[8]q
+    bin_dirs = [{{q .CNIBinDir}}]
+    conf_dir = {{q .CNIConfDir}}
     max_conf_num = 1
     # containerd brings up a pod's lo itself, rather than by an exec of
     # the loopback plugin for every pod's setup and teardown.
@@ -89,10 +117,7 @@ disabled_plugins = [
 [plugins."io.containerd.grpc.v1.cri"]
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
-`, fs.Path(ContainerdRoot), fs.Path(ContainerdState), fs.Path(ContainerdSocket), fs.Path(ContainerdSocket)+".ttrpc",
-		fs.Path(ContainerdOpt), images.Pause, fs.Path(CNIBinDir), fs.Path(CNIConfDir), fs.Path(RuncRoot),
-		fs.Path(ShimPath), ShimSocketDir(fs), fs.Path(RegistryHostsDir), systemdCgroup)
-}
+`))
 
 // maxShimSocketDir is containerd's limit on the shims' socket directory
 // (a socket's path is the directory and a 64-hex name, within the 108

@@ -1,0 +1,42 @@
+package node
+
+import (
+	"testing"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/images"
+)
+
+// The configuration is TOML that names this node's paths where containerd
+// reads them, the cgroup driver asked for, and kubeboot's sandbox image.
+func TestContainerdConfigTOML(t *testing.T) {
+	fs := fsys.NewRoot("/srv/node-a")
+	for _, systemd := range []bool{true, false} {
+		var c struct {
+			Version int
+			Root    string
+			State   string
+			Plugins map[string]map[string]any
+		}
+		if err := toml.Unmarshal([]byte(ContainerdConfigTOML(fs, systemd)), &c); err != nil {
+			t.Fatalf("not TOML: %v", err)
+		}
+		if c.Version != 4 || c.Root != fs.Path(ContainerdRoot) || c.State != fs.Path(ContainerdState) {
+			t.Errorf("version %d, root %q, state %q", c.Version, c.Root, c.State)
+		}
+		if got := c.Plugins["io.containerd.grpc.v1.cri"]["stream_server_address"]; got != "127.0.0.1" {
+			t.Errorf("stream server address %v", got)
+		}
+		img := c.Plugins["io.containerd.cri.v1.images"]["pinned_images"].(map[string]any)["sandbox"]
+		if img != images.Pause {
+			t.Errorf("sandbox image %v, want %s", img, images.Pause)
+		}
+		rt := c.Plugins["io.containerd.cri.v1.runtime"]["containerd"].(map[string]any)["runtimes"].(map[string]any)["runc"].(map[string]any)
+		opts := rt["options"].(map[string]any)
+		if opts["SystemdCgroup"] != systemd || opts["Root"] != fs.Path(RuncRoot) || rt["runtime_path"] != fs.Path(ShimPath) {
+			t.Errorf("runc runtime %v", rt)
+		}
+	}
+}
