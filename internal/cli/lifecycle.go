@@ -99,15 +99,3 @@ func newEtcdSnapshotterCommand(g *GlobalFlags, s Streams) *cobra.Command {
 func addRegistryMirrorFlag(fs *pflag.FlagSet, values *[]string) {
 	fs.StringArrayVar(values, "registry-mirror", nil, "REGISTRY=URL[,URL...]: containerd pulls images of REGISTRY (registry.k8s.io, docker.io, 10.0.0.5:5000, or _default for every one) from these mirrors first, in order, so manifests keep their upstream names on an air-gapped site. Repeat for more registries. Written as containerd's hosts.toml under "+node.RegistryHostsDir+", where your own hosts.toml files (private CAs, credentials) can go too")
 }
-
-// registryMirrors reads --registry-mirror, refusing it beside a runtime of
-// the operator's (--cri-socket), whose mirrors are theirs to configure.
-func registryMirrors(values []string, criSocket string) ([]node.Mirror, error) {
-	if len(values) == 0 {
-		return nil, nil
-	}
-	if criSocket != node.ManagedCRISocket {
-		return nil, fmt.Errorf("--registry-mirror configures the containerd kubeboot carries; the node uses the runtime at %s (--cri-socket): configure its registry mirrors there", criSocket)
-	}
-	return node.ParseMirrors(values)
-}

@@ -16,7 +16,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeboot/kubeboot/pkg/explain"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
 
@@ -30,14 +29,6 @@ type Streams struct {
 type GlobalFlags struct {
 	// Root is the prefix every path kubeboot reads or writes sits under.
 	Root string
-}
-
-// explainFS wraps fs so that every file written is explained (--explain).
-func explainFS(fs fsys.FS, on bool, s Streams) fsys.FS {
-	if !on {
-		return fs
-	}
-	return &explain.FS{FS: fs, Out: s.Out}
 }
 
 // FS returns the node filesystem, or a dry-run view of it.
