@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/daemon"
+	"github.com/kubeboot/kubeboot/pkg/service"
 	"github.com/kubeboot/kubeboot/pkg/supervisor"
 )
 
@@ -53,7 +54,7 @@ components to run as spec files in /etc/kubernetes/kubeboot/components.`,
 					defer f.Close()
 					logw = io.MultiWriter(s.Out, f)
 				}
-				return daemon.New(fs, exe, logw, inProcessComponents()).Run(cmd.Context())
+				return daemon.New(fs, exe, logw, service.InProcess(fs)).Run(cmd.Context())
 			},
 		},
 		&cobra.Command{

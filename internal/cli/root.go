@@ -75,16 +75,11 @@ with every component embedded in this one binary and nothing to download.
 		newUpgradeCommand(g, s),
 		newDaemonCommand(g, s),
 		newStatusCommand(g, s),
-		newNetAgentCommand(g, s),
-		newCertRenewerCommand(g, s),
-		newCAAgentCommand(g, s),
-		newEtcdSnapshotterCommand(g, s),
-		newAPIServerLBCommand(g, s),
-		newCSRApproverCommand(s),
 		newImagesCommand(g, s),
 		newHelpersCommand(g, s),
 		newVersionCommand(s),
 	)
+	cmd.AddCommand(newOwnComponentCommands(g, s)...)
 	return cmd
 }
 

@@ -4,19 +4,14 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubeboot/kubeboot/pkg/carotation"
-	"github.com/kubeboot/kubeboot/pkg/component"
-	"github.com/kubeboot/kubeboot/pkg/config"
-	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
-	"github.com/kubeboot/kubeboot/pkg/renewal"
+	"github.com/kubeboot/kubeboot/pkg/service"
 )
 
 func newRotateCACommand(g *GlobalFlags, s Streams) *cobra.Command {
@@ -66,71 +61,12 @@ If the command stops half-way, run it again: it continues where it stopped.`,
 			}
 			d.Gen, d.KW = gen, kw
 			d.Logf = func(format string, args ...any) { fmt.Fprintf(s.Out, format+"\n", args...) }
-			d.SigningCert = func(ctx context.Context, certFile string) error { return signingCert(ctx, gen.FS, certFile) }
+			d.SigningCert = func(ctx context.Context, certFile string) error { return service.SigningCert(ctx, gen.FS, certFile) }
 			return d.Run(cmd.Context())
 		},
 	}
 	o.addFlags(cmd)
 	cmd.Flags().DurationVar(&d.TrustPeriod, "trust-period", carotation.DefaultTrustPeriod, "How long every node trusts both CAs before the new one signs: at least the time your clients take to reload their CA file (client-go: 5 minutes)")
 	cmd.Flags().DurationVar(&d.NodeTimeout, "node-timeout", 10*time.Minute, "How long to wait for every node to reach each step")
-	return cmd
-}
-
-// signingCert points the controller-manager's spec at another signing
-// certificate, and waits until the daemon runs it with it.
-func signingCert(ctx context.Context, fs fsys.FS, certFile string) error {
-	specs, err := (component.Store{FS: fs}).Load()
-	if err != nil {
-		return err
-	}
-	const flag = "--cluster-signing-cert-file="
-	for _, sp := range specs {
-		if sp.Name != component.ControllerManager {
-			continue
-		}
-		i := slices.IndexFunc(sp.Args, func(a string) bool { return strings.HasPrefix(a, flag) })
-		if i < 0 {
-			return fmt.Errorf("the %s spec has no %s flag", sp.Name, strings.TrimSuffix(flag, "="))
-		}
-		if sp.Args[i] == flag+fs.Path(certFile) {
-			return nil
-		}
-		sp.Args = slices.Clone(sp.Args)
-		sp.Args[i] = flag + fs.Path(certFile)
-		return daemon.ReplaceSpec(ctx, fs, sp, 2*time.Minute)
-	}
-	return fmt.Errorf("no %s spec on this node: run rotate-ca on the control plane", component.ControllerManager)
-}
-
-func newCAAgentCommand(g *GlobalFlags, s Streams) *cobra.Command {
-	a := &carotation.Agent{}
-	var alg string
-	var validity time.Duration
-	cmd := &cobra.Command{
-		Use:    "ca-agent",
-		Short:  "Follow rotations of the cluster CA on this node (the node daemon runs it)",
-		Hidden: true,
-		Args:   cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if a.Node == "" {
-				return fmt.Errorf("--node-name is required")
-			}
-			if validity <= 0 {
-				return fmt.Errorf("--validity must be positive")
-			}
-			a.FS = g.FS(false, s.Out)
-			a.Logf = timestamped(s.Out)
-			// On a control plane: its CA files and the certificates the CA
-			// signs, re-issued as the cert-renewer does.
-			gen, kw := renewal.Writers(a.FS, a.CertDir, alg, validity)
-			a.CP = &carotation.ControlPlane{Gen: gen, KW: kw, Logf: a.Logf,
-				SigningCert: func(ctx context.Context, certFile string) error { return signingCert(ctx, a.FS, certFile) }}
-			return a.Run(cmd.Context())
-		},
-	}
-	cmd.Flags().StringVar(&a.Node, config.FlagNodeName, "", "This node's name")
-	cmd.Flags().StringVar(&a.CertDir, config.FlagCertDir, config.DefaultCertificatesDir, "Where certificates are stored (a node path)")
-	cmd.Flags().StringVar(&alg, "encryption-algorithm", "RSA-2048", "The key type of re-issued certificates on a control plane (the cluster's encryptionAlgorithm)")
-	cmd.Flags().DurationVar(&validity, "validity", 365*24*time.Hour, "The validity of re-issued certificates on a control plane (the cluster's certificateValidityPeriod)")
 	return cmd
 }

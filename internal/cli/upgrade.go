@@ -12,23 +12,8 @@ import (
 	"github.com/kubeboot/kubeboot/cluster"
 	"github.com/kubeboot/kubeboot/internal/phases/upgradephases"
 	"github.com/kubeboot/kubeboot/internal/workflow"
-	"github.com/kubeboot/kubeboot/pkg/component"
-	"github.com/kubeboot/kubeboot/pkg/supervisor"
 	"github.com/kubeboot/kubeboot/pkg/upgrade"
 )
-
-// inProcessComponents are the components the node daemon runs in its own
-// process (component.InDaemon); they go with the daemon's binary.
-func inProcessComponents() map[string]supervisor.InProcessFunc {
-	return map[string]supervisor.InProcessFunc{
-		// The network agent in the daemon's process: one process fewer on
-		// every node, ~30 MiB of PSS.
-		component.NetAgent:        inProcess(newNetAgentCommand),
-		component.CertRenewer:     inProcess(newCertRenewerCommand),
-		component.EtcdSnapshotter: inProcess(newEtcdSnapshotterCommand),
-		component.CAAgent:         inProcess(newCAAgentCommand),
-	}
-}
 
 // upgradeOptions are the flags of `upgrade plan|apply|node`.
 type upgradeOptions struct {

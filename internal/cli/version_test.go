@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/service"
 )
 
 // TestVersionFlag: --version prints the versions on any command and never
@@ -54,11 +57,18 @@ func TestEtcdSubcommandsAreKubeboots(t *testing.T) {
 }
 
 // The daemon runs in its process exactly the components the rest of
-// kubeboot (upgrade, status) knows it runs there.
+// kubeboot (upgrade, status) knows it runs there, and each has a command
+// that runs it by hand.
 func TestInProcessComponentsAreInDaemon(t *testing.T) {
-	got := slices.Sorted(maps.Keys(inProcessComponents()))
+	got := slices.Sorted(maps.Keys(service.InProcess(fsys.NewRoot("/"))))
 	want := slices.Sorted(slices.Values(component.InDaemon))
 	if !slices.Equal(got, want) {
 		t.Errorf("the daemon runs %v in its process, component.InDaemon says %v", got, want)
+	}
+	root := NewCommand(Streams{Out: io.Discard, Err: io.Discard}, nil)
+	for _, name := range component.InDaemon {
+		if c, _, err := root.Find([]string{name}); err != nil || c.Name() != name {
+			t.Errorf("no command runs %s by hand", name)
+		}
 	}
 }

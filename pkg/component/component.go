@@ -67,6 +67,9 @@ type Spec struct {
 	// kubeconfig or a flag (client-go reloads them), and etcd's (read at
 	// every handshake).
 	RestartOn []string `json:"restartOn,omitempty"`
+	// Own is the typed configuration of one of kubeboot's own components
+	// (InDaemon); nil for the upstream ones, whose flags are Args.
+	Own *Own `json:"own,omitempty"`
 }
 
 // Dir is a directory a component needs.
@@ -331,13 +334,44 @@ func (s Store) Load() ([]Spec, error) {
 		if err != nil {
 			return nil, err
 		}
-		var spec Spec
-		if err := json.Unmarshal(b, &spec); err != nil {
-			return nil, fmt.Errorf("%s: %w", s.FS.Path(path.Join(SpecDir, e.Name())), err)
+		spec, err := s.decode(path.Join(SpecDir, e.Name()), b)
+		if err != nil {
+			return nil, err
 		}
 		specs = append(specs, spec)
 	}
 	return Order(specs)
+}
+
+// Get reads the spec of one component; ok is false when the node has none.
+func (s Store) Get(name string) (spec Spec, ok bool, err error) {
+	b, err := s.FS.ReadFile(SpecPath(name))
+	if os.IsNotExist(err) {
+		return Spec{}, false, nil
+	}
+	if err != nil {
+		return Spec{}, false, err
+	}
+	spec, err = s.decode(SpecPath(name), b)
+	return spec, err == nil, err
+}
+
+// decode reads a spec file. The spec of one of kubeboot's own components
+// written before specs carried its typed configuration gets it from its
+// flags.
+func (s Store) decode(file string, b []byte) (Spec, error) {
+	var spec Spec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return Spec{}, fmt.Errorf("%s: %w", s.FS.Path(file), err)
+	}
+	if spec.Own == nil {
+		own, err := legacyOwn(spec.Name, spec.Args)
+		if err != nil {
+			return Spec{}, fmt.Errorf("%s: %w", s.FS.Path(file), err)
+		}
+		spec.Own = own
+	}
+	return spec, nil
 }
 
 // Order sorts specs so that every spec comes after the ones it names in

@@ -277,12 +277,10 @@ func (r Renderer) ServesTLSBootstrap() bool {
 // identity: it completes the controller-manager's CSR controllers.
 func (r Renderer) CSRApproverSpec() Spec {
 	conf := r.kubeconfig("controller-manager.conf")
-	return Spec{
-		Name:      CSRApprover,
-		Args:      []string{"--root", r.root(), "csr-approver", "--kubeconfig", conf},
-		After:     []string{APIServer},
-		RestartOn: []string{conf},
-	}
+	sp := r.own(CSRApprover, Own{CSRApprover: &CSRApproverConfig{Kubeconfig: conf}})
+	sp.After = []string{APIServer}
+	sp.RestartOn = []string{conf}
+	return sp
 }
 
 // kubeconfigsOf are the distinct kubeconfig files a component's flags name

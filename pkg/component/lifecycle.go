@@ -2,8 +2,9 @@ package component
 
 import (
 	"slices"
-	"strconv"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubeboot/kubeboot/pkg/config"
 )
@@ -32,23 +33,26 @@ func (r Renderer) certValidity() time.Duration {
 func (r Renderer) CertRenewerSpec() Spec {
 	renewBefore := r.Cfg.Lifecycle.CertificateRenewBefore
 	if renewBefore == 0 {
-		renewBefore = 90 * 24 * time.Hour
+		renewBefore = config.DefaultCertificateRenewBefore
 	}
-	return Spec{
-		Name: CertRenewer,
-		Args: append(append([]string{"--root", r.root(), "cert-renewer"}, r.issueFlags()...),
-			"--renew-before", renewBefore.String()),
-	}
+	return r.own(CertRenewer, Own{CertRenewer: &CertRenewerConfig{Issue: r.issue(), RenewBefore: metav1.Duration{Duration: renewBefore}}})
 }
 
-// issueFlags are the flags of kubeboot's components that re-issue the
-// node's certificates: where they are, their key type and validity.
-func (r Renderer) issueFlags() []string {
+// own renders one of kubeboot's own components: its typed configuration,
+// and the command that runs it by hand (`kubeboot --root R NAME` reads
+// the spec).
+func (r Renderer) own(name string, o Own) Spec {
+	return Spec{Name: name, Args: []string{"--root", r.root(), name}, Own: &o}
+}
+
+// issue is how kubeboot's components re-issue the node's certificates:
+// where they are, their key type and validity.
+func (r Renderer) issue() Issue {
 	alg := string(r.Cfg.Cluster.EncryptionAlgorithm)
 	if alg == "" {
 		alg = "RSA-2048"
 	}
-	return []string{"--cert-dir", r.Cfg.Cluster.CertificatesDir, "--encryption-algorithm", alg, "--validity", r.certValidity().String()}
+	return Issue{CertDir: r.Cfg.Cluster.CertificatesDir, EncryptionAlgorithm: alg, Validity: metav1.Duration{Duration: r.certValidity()}}
 }
 
 // SnapshotsRun tells whether this control plane takes scheduled etcd
@@ -66,22 +70,22 @@ func (r Renderer) EtcdSnapshotterSpec() Spec {
 	if dir == "" {
 		dir = config.DefaultEtcdSnapshotDir
 	}
-	return Spec{
-		Name:  EtcdSnapshotter,
-		After: []string{APIServer},
-		Args: []string{"--root", r.root(), "etcd-snapshotter",
-			"--node-name", r.Cfg.Init.NodeRegistration.Name,
-			"--cert-dir", r.Cfg.Cluster.CertificatesDir,
-			"--interval", l.EtcdSnapshotInterval.String(),
-			"--keep", strconv.Itoa(l.EtcdSnapshotKeep),
-			"--dir", dir},
-	}
+	sp := r.own(EtcdSnapshotter, Own{EtcdSnapshotter: &EtcdSnapshotterConfig{
+		NodeName: r.Cfg.Init.NodeRegistration.Name,
+		CertDir:  r.Cfg.Cluster.CertificatesDir,
+		Interval: metav1.Duration{Duration: l.EtcdSnapshotInterval},
+		Keep:     l.EtcdSnapshotKeep,
+		Dir:      dir,
+	}})
+	sp.After = []string{APIServer}
+	return sp
 }
 
-// InDaemon are the components the node daemon runs in its own process (a
-// spec without Exec): they go with the daemon's binary, and an upgrade
-// does not replace them one by one.
-var InDaemon = []string{NetAgent, CertRenewer, EtcdSnapshotter, CAAgent}
+// InDaemon are kubeboot's own components, which the node daemon runs in
+// its own process (a spec without Exec), each from the typed
+// configuration its spec carries (Own): they go with the daemon's binary,
+// and an upgrade does not replace them one by one.
+var InDaemon = []string{NetAgent, CertRenewer, EtcdSnapshotter, CAAgent, CSRApprover, APIServerLB}
 
 // IsInDaemon reports whether the daemon runs name in its own process.
 func IsInDaemon(name string) bool { return slices.Contains(InDaemon, name) }

@@ -102,10 +102,7 @@ func (r Renderer) KubeletSpec() Spec {
 // kubelet has its certificate. On a control plane it re-issues the
 // certificates the CA signs, as the cert-renewer does.
 func (r Renderer) CAAgentSpec() Spec {
-	return Spec{
-		Name: CAAgent,
-		Args: append([]string{"--root", r.root(), "ca-agent", "--node-name", r.Cfg.Init.NodeRegistration.Name}, r.issueFlags()...),
-	}
+	return r.own(CAAgent, Own{CAAgent: &CAAgentConfig{NodeName: r.Cfg.Init.NodeRegistration.Name, Issue: r.issue()}})
 }
 
 // KubeProxySpec renders kube-proxy, run on the host. On a control-plane
@@ -132,17 +129,11 @@ func (r Renderer) NetAgentSpec() Spec {
 	// On a control-plane node it starts with the API server ready, rather
 	// than failing against RBAC that is still being bootstrapped and then
 	// backing off.
-	args := []string{"--root", r.root(), "netagent", "--node-name", r.Cfg.Init.NodeRegistration.Name,
-		"--kubeconfig", r.FS.Path(node.KubeProxyConf)}
-	if pods := r.Cfg.Cluster.Networking.PodSubnet; pods != "" {
-		args = append(args, "--pod-subnets", pods)
-	}
-	return Spec{
-		After:     []string{APIServer},
-		Name:      NetAgent,
-		Args:      args,
-		RestartOn: []string{r.FS.Path(node.KubeProxyConf)},
-	}
+	sp := r.own(NetAgent, Own{NetAgent: &NetAgentConfig{NodeName: r.Cfg.Init.NodeRegistration.Name,
+		Kubeconfig: r.FS.Path(node.KubeProxyConf), PodSubnets: r.Cfg.Cluster.Networking.PodSubnet}})
+	sp.After = []string{APIServer}
+	sp.RestartOn = []string{r.FS.Path(node.KubeProxyConf)}
+	return sp
 }
 
 // APIServerLBSpec renders the node-local API server load balancer (package
@@ -151,12 +142,10 @@ func (r Renderer) NetAgentSpec() Spec {
 // node's own identity), once the kubelet's TLS bootstrap has made it.
 func (r Renderer) APIServerLBSpec(seed string) Spec {
 	listen := fmt.Sprintf("127.0.0.1:%d", apilb.Port)
-	return Spec{
-		Name: APIServerLB,
-		Args: []string{"--root", r.root(), "apiserver-lb", "--listen", listen, "--seed", seed,
-			"--ca-file", r.FS.Path(path.Join(r.Cfg.Cluster.CertificatesDir, "ca.crt")), "--kubeconfig", r.FS.Path(node.KubeProxyConf)},
-		// Ready once it listens: the kubelet must start even when no API
-		// server answers yet (after a reboot, say).
-		Probe: Probe{TCP: listen},
-	}
+	sp := r.own(APIServerLB, Own{APIServerLB: &APIServerLBConfig{Listen: listen, Seed: seed,
+		CAFile: r.FS.Path(path.Join(r.Cfg.Cluster.CertificatesDir, "ca.crt")), Kubeconfig: r.FS.Path(node.KubeProxyConf)}})
+	// Ready once it listens: the kubelet must start even when no API
+	// server answers yet (after a reboot, say).
+	sp.Probe = Probe{TCP: listen}
+	return sp
 }

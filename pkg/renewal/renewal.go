@@ -25,7 +25,7 @@ import (
 
 // DefaultRenewBefore is how long before its expiry a certificate is
 // renewed: 90 days, as k3s's and k0s's renewals do.
-const DefaultRenewBefore = 90 * 24 * time.Hour
+const DefaultRenewBefore = config.DefaultCertificateRenewBefore
 
 // Bounds of the wait between two checks: the first certificate due for
 // renewal sets it.

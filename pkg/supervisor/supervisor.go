@@ -46,8 +46,9 @@ type Status struct {
 }
 
 // InProcessFunc runs a component inside the supervisor's process until ctx
-// ends or it fails, writing its log to log.
-type InProcessFunc func(ctx context.Context, args []string, log io.Writer) error
+// ends or it fails, writing its log to log. It calls ready once the
+// component does its work; its spec's probe, if any, must pass too.
+type InProcessFunc func(ctx context.Context, spec component.Spec, log io.Writer, ready func()) error
 
 // Options tune a supervisor; zero values take the defaults.
 type Options struct {
@@ -445,10 +446,12 @@ func (s *Supervisor) runInProcess(ctx context.Context, p *proc, run InProcessFun
 	s.opts.OnChange()
 	s.opts.Logf("started %s in the daemon's process", p.spec.Name)
 	exited := make(chan error, 1)
-	go func() { exited <- run(runCtx, p.spec.Args, p.log) }()
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	defer stopProbe()
-	go s.probe(probeCtx, p)
+	var probing sync.Once
+	go func() {
+		exited <- run(runCtx, p.spec, p.log, func() { probing.Do(func() { go s.probe(probeCtx, p) }) })
+	}()
 	var err error
 	select {
 	case err = <-exited:

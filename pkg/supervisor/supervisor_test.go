@@ -121,20 +121,23 @@ func TestRequiresWaitsForTheComponent(t *testing.T) {
 }
 
 // An in-process component runs as a goroutine of the supervisor's own
-// process, gets its args, restarts when it fails, and is cancelled when
-// removed.
+// process, gets its spec, is ready when it says so, restarts when it
+// fails, and is cancelled when removed.
 func TestInProcess(t *testing.T) {
 	var mu sync.Mutex
 	runs, cancelled := 0, 0
-	agent := func(ctx context.Context, args []string, log io.Writer) error {
+	gate := make(chan struct{})
+	agent := func(ctx context.Context, spec component.Spec, log io.Writer, ready func()) error {
 		mu.Lock()
 		runs++
 		n := runs
 		mu.Unlock()
-		fmt.Fprintf(log, "args %v\n", args)
+		fmt.Fprintf(log, "args %v\n", spec.Args)
 		if n == 1 {
 			return errors.New("first run fails")
 		}
+		<-gate
+		ready()
 		<-ctx.Done()
 		mu.Lock()
 		cancelled++
@@ -144,7 +147,16 @@ func TestInProcess(t *testing.T) {
 	dir := t.TempDir()
 	s := New(Options{LogDir: dir, StopTimeout: 2 * time.Second, InProcess: map[string]InProcessFunc{"agent": agent}})
 	s.Apply([]component.Spec{{Name: "agent", Args: []string{"--x", "1"}}})
-	waitFor(t, "agent running again after its failure", func() bool {
+	waitFor(t, "agent started again after its failure", func() bool {
+		st, _ := statusOf(s, "agent")
+		return st.Restarts == 1 && st.State == StateStarting
+	})
+	time.Sleep(200 * time.Millisecond)
+	if st, _ := statusOf(s, "agent"); st.Ready {
+		t.Fatalf("ready before it said so: %+v", st)
+	}
+	close(gate)
+	waitFor(t, "agent ready once it says so", func() bool {
 		st, _ := statusOf(s, "agent")
 		return st.Ready && st.Restarts == 1
 	})
@@ -202,10 +214,11 @@ func TestRestart(t *testing.T) {
 func TestRestartInProcess(t *testing.T) {
 	var mu sync.Mutex
 	runs := 0
-	agent := func(ctx context.Context, _ []string, _ io.Writer) error {
+	agent := func(ctx context.Context, _ component.Spec, _ io.Writer, ready func()) error {
 		mu.Lock()
 		runs++
 		mu.Unlock()
+		ready()
 		<-ctx.Done()
 		return nil
 	}

@@ -26,6 +26,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 
+	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/images"
 	"github.com/kubeboot/kubeboot/test/nethost"
@@ -527,6 +528,12 @@ func checkSeed(t *testing.T, h *nethost.Host, seed string) {
 		t.Errorf("the load balancer's seed is %q, want %q (the endpoint given to join)", st.Seed, seed)
 	}
 	t.Logf("%s's load balancer: seed %s, API servers %v", h.Name, st.Seed, st.Servers)
+	// It runs in the node daemon's process, from its spec's configuration.
+	for _, c := range readStatus(t, h).Components {
+		if c.Name == component.APIServerLB && !c.InProcess {
+			t.Errorf("%s's load balancer runs as a process of its own (pid %d), not in the daemon", h.Name, c.PID)
+		}
+	}
 }
 
 // containerIDs lists the containers (sandboxes included) of a host's

@@ -17,6 +17,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/images"
@@ -152,19 +153,20 @@ func TestSingleNode(t *testing.T) {
 			t.Errorf("init warns on a host whose resolver has upstream servers:\n%s", w)
 		}
 		// Each component runs under its own name, with its own environment.
-		// The network agent, the certificate renewal, the scheduled
-		// snapshots (both on by default) and the CA rotation's agent run
-		// inside the daemon: no process of their own.
+		// kubeboot's own components run inside the daemon, with no process
+		// of their own: here the network agent, the certificate renewal,
+		// the scheduled snapshots (both on by default) and the CA
+		// rotation's agent.
 		inDaemon := map[string]bool{"netagent": false, "cert-renewer": false, "etcd-snapshotter": false, "ca-agent": false}
 		for _, c := range readStatus(t, h).Components {
 			if c.InProcess {
-				if _, ok := inDaemon[c.Name]; !ok || c.PID != readStatus(t, h).PID {
+				if !component.IsInDaemon(c.Name) || c.PID != readStatus(t, h).PID {
 					t.Errorf("%s runs in the daemon's process: %+v", c.Name, c)
 				}
 				inDaemon[c.Name] = true
 				continue
 			}
-			if _, ok := inDaemon[c.Name]; ok {
+			if component.IsInDaemon(c.Name) {
 				t.Errorf("%s runs as a process of its own (pid %d), not in the daemon", c.Name, c.PID)
 			}
 			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c.PID))

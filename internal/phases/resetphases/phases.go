@@ -228,8 +228,8 @@ func (d *Data) deleteNode(ctx context.Context, name, kubeconfigFile string) {
 	_, rc, err := apiclient.FromKubeconfig(file, "")
 	if err == nil {
 		hosts := []string{rc.Host}
-		if seed := flagValue(specArgs(d.FS, component.APIServerLB), "--seed"); seed != "" {
-			hosts = append(hosts, "https://"+seed)
+		if lb := ownOf(d.FS, component.APIServerLB).APIServerLB; lb != nil && lb.Seed != "" {
+			hosts = append(hosts, "https://"+lb.Seed)
 		}
 		for _, host := range hosts {
 			if err = d.deleteNodeAt(ctx, name, rc, host); err == nil || apierrors.IsNotFound(err) {
@@ -275,12 +275,16 @@ func flagValue(args []string, name string) string {
 
 // nodeName reads the node's name from its kubelet spec.
 func nodeName(fs fsys.FS) string {
-	for _, a := range specArgs(fs, component.Kubelet) {
-		if v, ok := strings.CutPrefix(a, "--hostname-override="); ok {
-			return v
-		}
+	return flagValue(specArgs(fs, component.Kubelet), "--hostname-override")
+}
+
+// ownOf is the typed configuration of one of kubeboot's own components,
+// empty when the node has no spec of it.
+func ownOf(fs fsys.FS, name string) component.Own {
+	if spec, ok, err := (component.Store{FS: fs}).Get(name); err == nil && ok && spec.Own != nil {
+		return *spec.Own
 	}
-	return ""
+	return component.Own{}
 }
 
 func specArgs(fs fsys.FS, name string) []string {
@@ -299,12 +303,11 @@ func specArgs(fs fsys.FS, name string) []string {
 // in the snapshotter's directory (from its spec) when it lies in the
 // node's state, as the default does.
 func removedSnapshots(fs fsys.FS) (string, int) {
-	args := specArgs(fs, component.EtcdSnapshotter)
-	i := slices.Index(args, "--dir")
-	if i < 0 || i+1 >= len(args) {
+	sch := ownOf(fs, component.EtcdSnapshotter).EtcdSnapshotter
+	if sch == nil {
 		return "", 0
 	}
-	dir := args[i+1]
+	dir := sch.Dir
 	if !slices.ContainsFunc(nodeStatePaths, func(p string) bool { return dir == p || strings.HasPrefix(dir, p+"/") }) {
 		return "", 0
 	}

@@ -55,8 +55,8 @@ func TestOtherClientURLs(t *testing.T) {
 	}
 }
 
-// The load balancer's seed is read from its spec as the renderer writes
-// it ("--seed host:port"), the kubelet's name as "--hostname-override=".
+// The kubelet's name is read from its spec's "--hostname-override=", and
+// either form of a flag is understood.
 func TestFlagValue(t *testing.T) {
 	args := []string{"--root", "/r", "apiserver-lb", "--listen", "127.0.0.1:6444", "--seed", "10.0.0.1:6443", "--hostname-override=w1"}
 	for name, want := range map[string]string{"--seed": "10.0.0.1:6443", "--hostname-override": "w1", "--ca-file": "", "--listen": "127.0.0.1:6444"} {

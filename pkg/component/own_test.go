@@ -1,0 +1,118 @@
+package component
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+)
+
+// A spec of one of kubeboot's own components written before specs carried
+// Own (the flags an older kubeboot wrote, literally) reads back as the
+// typed configuration today's renderer writes, so that a node made by an
+// older kubeboot runs them under a new daemon and reset still finds the
+// load balancer's seed and the snapshots' directory.
+func TestLegacyOwnSpecs(t *testing.T) {
+	cfg, err := config.InitDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	fs := fsys.NewRoot(dir)
+	cfg.Init.NodeRegistration.Name = "cp1"
+	cfg.Cluster.Networking.PodSubnet = "10.244.0.0/16"
+	cfg.Lifecycle.EtcdSnapshotInterval, cfg.Lifecycle.EtcdSnapshotKeep = 6*time.Hour, 5
+	cfg.Kubelet = &kubeletv1beta1.KubeletConfiguration{ServerTLSBootstrap: true}
+	r := Renderer{Cfg: cfg, FS: fs}
+	host := func(p string) string { return filepath.Join(dir, p) }
+	legacy := map[string][]string{
+		CertRenewer: {"--root", dir, "cert-renewer", "--cert-dir", "/etc/kubernetes/pki", "--encryption-algorithm", "RSA-2048", "--validity", "8760h0m0s", "--renew-before", "2160h0m0s"},
+		EtcdSnapshotter: {"--root", dir, "etcd-snapshotter", "--node-name", "cp1", "--cert-dir", "/etc/kubernetes/pki",
+			"--interval", "6h0m0s", "--keep", "5", "--dir", config.DefaultEtcdSnapshotDir},
+		CAAgent:     {"--root", dir, "ca-agent", "--node-name", "cp1", "--cert-dir", "/etc/kubernetes/pki", "--encryption-algorithm", "RSA-2048", "--validity", "8760h0m0s"},
+		NetAgent:    {"--root", dir, "netagent", "--node-name", "cp1", "--kubeconfig", host("etc/kubernetes/kube-proxy.conf"), "--pod-subnets", "10.244.0.0/16"},
+		CSRApprover: {"--root", dir, "csr-approver", "--kubeconfig", host("etc/kubernetes/controller-manager.conf")},
+		APIServerLB: {"--root", dir, "apiserver-lb", "--listen", "127.0.0.1:6444", "--seed", "10.0.0.1:6443",
+			"--ca-file", host("etc/kubernetes/pki/ca.crt"), "--kubeconfig", host("etc/kubernetes/kube-proxy.conf")},
+	}
+	rendered := map[string]Spec{
+		CertRenewer: r.CertRenewerSpec(), EtcdSnapshotter: r.EtcdSnapshotterSpec(), CAAgent: r.CAAgentSpec(),
+		NetAgent: r.NetAgentSpec(), CSRApprover: r.CSRApproverSpec(), APIServerLB: r.APIServerLBSpec("10.0.0.1:6443"),
+	}
+	store := Store{FS: fs}
+	for _, name := range InDaemon {
+		want := rendered[name]
+		if err := want.Own.Validate(name); err != nil {
+			t.Errorf("rendered %s: %v", name, err)
+		}
+		if got := strings.Join(want.Args, " "); got != "--root "+dir+" "+name {
+			t.Errorf("%s runs by hand as %q", name, got)
+		}
+		// Written as an older kubeboot did: its flags, no Own.
+		old := want
+		old.Own, old.Args = nil, legacy[name]
+		b, _ := json.Marshal(old)
+		if err := os.MkdirAll(host(SpecDir), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(host(SpecPath(name)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := store.Get(name)
+		if err != nil || !ok {
+			t.Fatalf("Get(%s): %v %v", name, ok, err)
+		}
+		if !reflect.DeepEqual(got.Own, want.Own) {
+			gb, _ := json.Marshal(got.Own)
+			wb, _ := json.Marshal(want.Own)
+			t.Errorf("%s from its old flags:\n got %s\nwant %s", name, gb, wb)
+		}
+	}
+	// An upstream component's spec carries no Own; Load converts too.
+	specs, err := store.Load()
+	if err != nil || len(specs) != len(InDaemon) {
+		t.Fatalf("Load: %d specs, %v", len(specs), err)
+	}
+	for _, s := range specs {
+		if s.Own == nil {
+			t.Errorf("Load: %s without its configuration", s.Name)
+		}
+	}
+	if o, err := legacyOwn(Kubelet, []string{"--config=/x"}); o != nil || err != nil {
+		t.Errorf("the kubelet's flags read as %+v, %v", o, err)
+	}
+	if _, err := legacyOwn(CertRenewer, []string{"cert-renewer", "--nope", "1"}); err == nil {
+		t.Error("an unknown flag in an old spec: no error")
+	}
+}
+
+// Validate refuses a configuration of another component, or one without
+// what its component cannot run without.
+func TestOwnValidate(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		own  *Own
+		err  string
+	}{
+		{NetAgent, nil, "carries no configuration"},
+		{NetAgent, &Own{CSRApprover: &CSRApproverConfig{Kubeconfig: "/k"}}, "must carry the configuration of netagent only"},
+		{NetAgent, &Own{NetAgent: &NetAgentConfig{NodeName: "n"}}, "nodeName and kubeconfig required"},
+		{APIServerLB, &Own{APIServerLB: &APIServerLBConfig{Seed: "10.0.0.1:6443"}}, "seed and caFile required"},
+		{CertRenewer, &Own{CertRenewer: &CertRenewerConfig{}}, "validity must be positive"},
+		{EtcdSnapshotter, &Own{EtcdSnapshotter: &EtcdSnapshotterConfig{}}, "interval must be positive"},
+		{CSRApprover, &Own{CSRApprover: &CSRApproverConfig{Kubeconfig: "/k"}}, ""},
+	} {
+		err := c.own.Validate(c.name)
+		if (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%s %+v: %v, want %q", c.name, c.own, err, c.err)
+		}
+	}
+}

@@ -1,0 +1,192 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/kubeboot/kubeboot/pkg/apiclient"
+	"github.com/kubeboot/kubeboot/pkg/apilb"
+	"github.com/kubeboot/kubeboot/pkg/carotation"
+	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/csrapprover"
+	"github.com/kubeboot/kubeboot/pkg/daemon"
+	"github.com/kubeboot/kubeboot/pkg/etcdbackup"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/netagent"
+	"github.com/kubeboot/kubeboot/pkg/renewal"
+)
+
+// New makes the service of one of kubeboot's own components of the node
+// under fs from its spec, logging with logf.
+func New(fs fsys.FS, spec component.Spec, logf func(format string, args ...any)) (*Service, error) {
+	o := spec.Own
+	if err := o.Validate(spec.Name); err != nil {
+		return nil, err
+	}
+	var start func(ctx context.Context) (func(context.Context, func()) error, error)
+	switch {
+	case o.CertRenewer != nil:
+		c := o.CertRenewer
+		start = func(context.Context) (func(context.Context, func()) error, error) {
+			r := renewal.New(fs, c.CertDir, c.EncryptionAlgorithm, c.Validity.Duration, c.RenewBefore.Duration, logf)
+			return readyAtOnce(r.Run), nil
+		}
+	case o.EtcdSnapshotter != nil:
+		start = etcdSnapshotter(fs, o.EtcdSnapshotter, logf)
+	case o.CAAgent != nil:
+		start = caAgent(fs, o.CAAgent, logf)
+	case o.NetAgent != nil:
+		c := o.NetAgent
+		start = func(context.Context) (func(context.Context, func()) error, error) {
+			client, _, err := apiclient.FromKubeconfig(c.Kubeconfig, "")
+			if err != nil {
+				return nil, err
+			}
+			a := &netagent.Agent{Client: client, NodeName: c.NodeName, PodSubnets: c.PodSubnets, FS: fs, Logf: logf}
+			return readyAtOnce(a.Run), nil
+		}
+	case o.CSRApprover != nil:
+		c := o.CSRApprover
+		start = func(context.Context) (func(context.Context, func()) error, error) {
+			client, _, err := apiclient.FromKubeconfig(c.Kubeconfig, "")
+			if err != nil {
+				return nil, err
+			}
+			a := &csrapprover.Approver{Client: client, Logf: logf}
+			return readyAtOnce(a.Run), nil
+		}
+	case o.APIServerLB != nil:
+		start = apiServerLB(fs, o.APIServerLB, logf)
+	}
+	return newService(spec.Name, start), nil
+}
+
+// readyAtOnce is the loop of a service that does its work as soon as it
+// runs.
+func readyAtOnce(run func(ctx context.Context) error) func(context.Context, func()) error {
+	return func(ctx context.Context, ready func()) error {
+		ready()
+		return run(ctx)
+	}
+}
+
+func etcdSnapshotter(fs fsys.FS, c *component.EtcdSnapshotterConfig, logf func(string, ...any)) func(context.Context) (func(context.Context, func()) error, error) {
+	return func(context.Context) (func(context.Context, func()) error, error) {
+		sch := &etcdbackup.Schedule{Dir: fs.Path(c.Dir), Node: c.NodeName, Interval: c.Interval.Duration, Keep: c.Keep, Logf: logf,
+			Save: func(ctx context.Context, file string) (*etcdbackup.Manifest, error) {
+				ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+				defer cancel()
+				cfg, err := etcdbackup.LocalCluster(ctx, fs)
+				if err != nil {
+					return nil, fmt.Errorf("reading the cluster's configuration: %w", err)
+				}
+				// The node's own certificates dir, as its specs name it.
+				cfg.Cluster.CertificatesDir = c.CertDir
+				return etcdbackup.Save(ctx, fs, cfg, c.NodeName, file)
+			}}
+		return readyAtOnce(sch.Run), nil
+	}
+}
+
+func caAgent(fs fsys.FS, c *component.CAAgentConfig, logf func(string, ...any)) func(context.Context) (func(context.Context, func()) error, error) {
+	return func(context.Context) (func(context.Context, func()) error, error) {
+		a := &carotation.Agent{FS: fs, Node: c.NodeName, CertDir: c.CertDir, Logf: logf}
+		// On a control plane: its CA files and the certificates the CA
+		// signs, re-issued as the cert-renewer does.
+		gen, kw := renewal.Writers(fs, c.CertDir, c.EncryptionAlgorithm, c.Validity.Duration)
+		a.CP = &carotation.ControlPlane{Gen: gen, KW: kw, Logf: logf,
+			SigningCert: func(ctx context.Context, certFile string) error { return SigningCert(ctx, fs, certFile) }}
+		return readyAtOnce(a.Run), nil
+	}
+}
+
+// SigningCert points the controller-manager's
+// --cluster-signing-cert-file at certFile (a node path) and waits until
+// it runs with it.
+func SigningCert(ctx context.Context, fs fsys.FS, certFile string) error {
+	sp, ok, err := component.Store{FS: fs}.Get(component.ControllerManager)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("no %s spec on this node: run rotate-ca on the control plane", component.ControllerManager)
+	}
+	const flag = "--cluster-signing-cert-file="
+	i := slices.IndexFunc(sp.Args, func(a string) bool { return strings.HasPrefix(a, flag) })
+	if i < 0 {
+		return fmt.Errorf("the %s spec has no %s flag", sp.Name, strings.TrimSuffix(flag, "="))
+	}
+	if sp.Args[i] == flag+fs.Path(certFile) {
+		return nil
+	}
+	sp.Args = slices.Clone(sp.Args)
+	sp.Args[i] = flag + fs.Path(certFile)
+	return daemon.ReplaceSpec(ctx, fs, sp, 2*time.Minute)
+}
+
+func apiServerLB(fs fsys.FS, c *component.APIServerLBConfig, logf func(string, ...any)) func(context.Context) (func(context.Context, func()) error, error) {
+	return func(context.Context) (func(context.Context, func()) error, error) {
+		ca, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		listen := c.Listen
+		if listen == "" {
+			listen = fmt.Sprintf("127.0.0.1:%d", apilb.Port)
+		}
+		b, err := apilb.New(apilb.Options{Listen: listen, Seed: c.Seed, CAData: ca, CAFile: c.CAFile, FS: fs, Logf: logf})
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, ready func()) error {
+			defer b.Close()
+			logf("listening on %s, seeded with %s", b.Addr(), c.Seed)
+			ready()
+			if c.Kubeconfig != "" {
+				go follow(ctx, b, c.Kubeconfig, logf)
+			}
+			return b.Run(ctx)
+		}, nil
+	}
+}
+
+// follow waits for the kubeconfig (the node's, made by the kubelet's TLS
+// bootstrap) and then keeps the balancer's server list current, with a
+// new client each time the kubeconfig changes (a rotation of the cluster
+// CA rewrites its CA).
+func follow(ctx context.Context, b *apilb.Balancer, kubeconfig string, logf func(string, ...any)) {
+	for ctx.Err() == nil {
+		if st, err := os.Stat(kubeconfig); err == nil {
+			c, _, err := apiclient.FromKubeconfig(kubeconfig, "")
+			if err == nil {
+				logf("following the API servers of the kubernetes EndpointSlice")
+				fctx, cancel := context.WithCancel(ctx)
+				go func() {
+					defer cancel()
+					for fctx.Err() == nil {
+						select {
+						case <-fctx.Done():
+						case <-time.After(2 * time.Second):
+						}
+						if now, err := os.Stat(kubeconfig); err == nil && (!now.ModTime().Equal(st.ModTime()) || now.Size() != st.Size()) {
+							logf("%s changed: following with its new credentials", kubeconfig)
+							return
+						}
+					}
+				}()
+				b.Follow(fctx, c)
+				cancel()
+				continue
+			}
+			logf("loading %s: %v", kubeconfig, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
