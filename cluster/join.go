@@ -65,6 +65,11 @@ type JoinOptions struct {
 	// reads it or JoinCommand.Config makes it. Join applies kubeadm's
 	// defaults and validates it before anything is written.
 	Config *config.Config
+	// NodeChecksOnly runs the preflight phase alone, with this node's
+	// checks only: no discovery, so that it works before the cluster
+	// exists (Apply checks every host before it changes any). Its
+	// discovery settings are validated but not used.
+	NodeChecksOnly bool
 }
 
 // JoinResult is what a caller needs once the node has joined.
@@ -110,6 +115,12 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	d.Cfg.Lifecycle = lc
 	if d.Mirrors, err = o.mirrors(c.Join.NodeRegistration.CRISocket); err != nil {
 		return nil, err
+	}
+	if o.NodeChecksOnly {
+		if o.Phase != "" && o.Phase != "preflight" {
+			return nil, fmt.Errorf("node checks only run the preflight phase, not %q", o.Phase)
+		}
+		o.Phase, d.NodeChecksOnly = "preflight", true
 	}
 	runner := &workflow.Runner[*joinphases.Data]{Phases: joinphases.Phases()}
 	wo := o.workflow(c.Join.SkipPhases)

@@ -22,6 +22,7 @@ type joinOptions struct {
 	ignorePreflightErrors []string
 	lifecycle             config.Lifecycle
 	registryMirrors       []string
+	nodeChecksOnly        bool
 }
 
 func (o *joinOptions) addFlags(fs *pflag.FlagSet) {
@@ -30,6 +31,7 @@ func (o *joinOptions) addFlags(fs *pflag.FlagSet) {
 	addRegistryMirrorFlag(fs, &o.registryMirrors)
 	fs.BoolVar(&o.dryRun, "dry-run", false, "Don't apply any changes; just output what would be done (discovery still reads from the cluster)")
 	fs.StringSliceVar(&o.ignorePreflightErrors, "ignore-preflight-errors", nil, "Pre-flight checks whose errors become warnings, e.g. 'Port-10250'; 'all' ignores every check")
+	fs.BoolVar(&o.nodeChecksOnly, "node-checks-only", false, "Run only this node's pre-flight checks, without asking the cluster (which may not exist yet), and change nothing: what 'kubeboot apply' runs on every host before it changes any")
 	fs.BoolVar(&o.explain, "explain", false, "Under each phase's log line, name every file written, its mode and what it is: a certificate's identity and issuer, a kubeconfig's user and server, a component's ports")
 }
 
@@ -104,8 +106,9 @@ func (o *joinOptions) options(g *GlobalFlags, s Streams, fs *pflag.FlagSet, args
 		return cluster.JoinOptions{}, err
 	}
 	return cluster.JoinOptions{
-		Node:    cluster.Node{Root: g.Root, DryRun: o.dryRun, Explain: o.explain, Out: s.Out, Err: s.Err},
-		Runtime: cluster.Runtime{Binary: exe, Lifecycle: &o.lifecycle, RegistryMirrors: o.registryMirrors, IgnorePreflightErrors: o.ignorePreflightErrors},
-		Config:  c,
+		Node:           cluster.Node{Root: g.Root, DryRun: o.dryRun, Explain: o.explain, Out: s.Out, Err: s.Err},
+		Runtime:        cluster.Runtime{Binary: exe, Lifecycle: &o.lifecycle, RegistryMirrors: o.registryMirrors, IgnorePreflightErrors: o.ignorePreflightErrors},
+		Config:         c,
+		NodeChecksOnly: o.nodeChecksOnly,
 	}, nil
 }

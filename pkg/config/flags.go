@@ -61,7 +61,7 @@ var allowedWithConfig = map[string]bool{
 	"root": true, FlagCertificateKey: true, "force": true, "dns-upstream": true, "single-node": true, "hardened": true, "explain": true,
 	// kubeboot's lifecycle and runtime flags: no document of kubeadm's carries them.
 	"certificate-renew-before": true, "etcd-snapshot-interval": true, "etcd-snapshot-keep": true, "etcd-snapshot-dir": true,
-	"registry-mirror": true,
+	"registry-mirror": true, "node-checks-only": true,
 }
 
 // Given names the flags given on the command line (not left at their

@@ -47,6 +47,9 @@ type Data struct {
 	// Join is the JoinConfiguration.
 	Join                  *kubeadmv1.JoinConfiguration
 	IgnorePreflightErrors []string
+	// NodeChecksOnly makes preflight run this node's checks and stop: no
+	// discovery, the cluster is not asked (it may not exist yet).
+	NodeChecksOnly bool
 
 	cluster   *discovery.Cluster
 	bootstrap *clientcmdapi.Config
@@ -113,6 +116,10 @@ func runPreflight(ctx context.Context, d *Data) error {
 	ignore := append(append([]string(nil), d.IgnorePreflightErrors...), d.Join.NodeRegistration.IgnorePreflightErrors...)
 	if err := preflight.Run(checks, ignore, d.Out); err != nil {
 		return err
+	}
+	if d.NodeChecksOnly {
+		d.Logf("[preflight] This node's checks passed; the cluster was not asked (node checks only)")
+		return nil
 	}
 	if err := d.discover(ctx); err != nil {
 		return err
