@@ -1,0 +1,325 @@
+// Package remote runs commands on a host over SSH, as `kubeboot apply`
+// reaches the hosts of a cluster: golang.org/x/crypto/ssh (no ssh
+// program), host keys checked against known_hosts (an unknown or changed
+// key is refused, with what to do), a key file or the SSH agent, a jump
+// host, and sudo when the user is not root. Secrets go to commands on
+// their standard input, never on a command line or into a file.
+package remote
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/agent"
+	"golang.org/x/crypto/ssh/knownhosts"
+)
+
+// Target is how to reach one host.
+type Target struct {
+	Address string
+	Port    int
+	User    string
+	// KeyPath is an unencrypted private key; empty means the SSH agent
+	// ($SSH_AUTH_SOCK).
+	KeyPath string
+	// KnownHosts is the known_hosts file host keys are checked against.
+	KnownHosts string
+	// Bastion, when set, is the jump host the connection goes through.
+	Bastion *Target
+	// Timeout bounds the TCP connection and the handshake (10 s when 0).
+	Timeout time.Duration
+}
+
+// String is user@address:port.
+func (t Target) String() string {
+	return t.User + "@" + net.JoinHostPort(t.Address, strconv.Itoa(t.Port))
+}
+
+// Host is a connection to one host.
+type Host struct {
+	target  Target
+	client  *ssh.Client
+	bastion *Host
+}
+
+// Dial connects to the host (through its bastion, if any) and checks its
+// key.
+func Dial(ctx context.Context, t Target) (*Host, error) {
+	if t.Timeout == 0 {
+		t.Timeout = 10 * time.Second
+	}
+	cfg, err := clientConfig(t)
+	if err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort(t.Address, strconv.Itoa(t.Port))
+	h := &Host{target: t}
+	var conn net.Conn
+	if t.Bastion != nil {
+		b := *t.Bastion
+		if b.Timeout == 0 {
+			b.Timeout = t.Timeout
+		}
+		if h.bastion, err = Dial(ctx, b); err != nil {
+			return nil, fmt.Errorf("through the bastion %s: %w", b.Address, err)
+		}
+		dctx, cancel := context.WithTimeout(ctx, t.Timeout)
+		defer cancel()
+		conn, err = h.bastion.client.DialContext(dctx, "tcp", addr)
+	} else {
+		conn, err = (&net.Dialer{Timeout: t.Timeout}).DialContext(ctx, "tcp", addr)
+	}
+	if err != nil {
+		h.Close()
+		return nil, fmt.Errorf("connecting to %s: %w", addr, err)
+	}
+	// The handshake may hang on a host that accepts and says nothing.
+	_ = conn.SetDeadline(time.Now().Add(t.Timeout))
+	c, chans, reqs, err := ssh.NewClientConn(conn, addr, cfg)
+	if err != nil {
+		conn.Close()
+		h.Close()
+		return nil, fmt.Errorf("ssh %s: %w", t, err)
+	}
+	_ = conn.SetDeadline(time.Time{})
+	h.client = ssh.NewClient(c, chans, reqs)
+	return h, nil
+}
+
+// clientConfig is the SSH configuration of t: its user, its keys, and the
+// host key check.
+func clientConfig(t Target) (*ssh.ClientConfig, error) {
+	auth, err := authMethods(t.KeyPath)
+	if err != nil {
+		return nil, err
+	}
+	check, algorithms, err := hostKeyCheck(t)
+	if err != nil {
+		return nil, err
+	}
+	return &ssh.ClientConfig{User: t.User, Auth: auth, HostKeyCallback: check, HostKeyAlgorithms: algorithms, Timeout: t.Timeout}, nil
+}
+
+// authMethods are the key file's key, or the agent's keys.
+func authMethods(keyPath string) ([]ssh.AuthMethod, error) {
+	if keyPath != "" {
+		b, err := os.ReadFile(keyPath)
+		if err != nil {
+			return nil, fmt.Errorf("the SSH key: %w", err)
+		}
+		signer, err := ssh.ParsePrivateKey(b)
+		var missing *ssh.PassphraseMissingError
+		if errors.As(err, &missing) {
+			return nil, fmt.Errorf("the SSH key %s is encrypted: add it to your SSH agent (ssh-add %s) and leave keyPath out", keyPath, keyPath)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("the SSH key %s: %w", keyPath, err)
+		}
+		return []ssh.AuthMethod{ssh.PublicKeys(signer)}, nil
+	}
+	sock := os.Getenv("SSH_AUTH_SOCK")
+	if sock == "" {
+		return nil, errors.New("no SSH key: give ssh.keyPath, or run an SSH agent (SSH_AUTH_SOCK is not set)")
+	}
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		return nil, fmt.Errorf("the SSH agent at %s: %w", sock, err)
+	}
+	// The connection lives as long as the process: kubeboot apply is one run.
+	return []ssh.AuthMethod{ssh.PublicKeysCallback(agent.NewClient(conn).Signers)}, nil
+}
+
+// hostKeyCheck checks the host's key against known_hosts, and offers
+// only the key types known_hosts holds for the host: a host with
+// several keys must not present one that known_hosts does not list, and
+// be refused as changed.
+func hostKeyCheck(t Target) (ssh.HostKeyCallback, []string, error) {
+	cb, err := knownhosts.New(t.KnownHosts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("known hosts %s: %w (create it with the hosts' keys: ssh-keyscan -p %d %s >> %s, after checking them)", t.KnownHosts, err, t.Port, t.Address, t.KnownHosts)
+	}
+	hostport := net.JoinHostPort(t.Address, strconv.Itoa(t.Port))
+	var algorithms []string
+	// The known keys, from the error a key nobody has gives.
+	var ke *knownhosts.KeyError
+	if errors.As(cb(hostport, &net.TCPAddr{IP: net.ParseIP(t.Address), Port: t.Port}, probeKey{}), &ke) {
+		for _, k := range ke.Want {
+			algorithms = append(algorithms, keyAlgorithms(k.Key.Type())...)
+		}
+	}
+	check := func(hostname string, remote net.Addr, key ssh.PublicKey) error {
+		err := cb(hostname, remote, key)
+		if !errors.As(err, &ke) {
+			return err
+		}
+		fp := ssh.FingerprintSHA256(key)
+		if len(ke.Want) == 0 {
+			return fmt.Errorf("the host key of %s is not in %s: it offers %s %s. Check that fingerprint with the host's owner, then add it: ssh-keyscan -p %d %s >> %s",
+				hostname, t.KnownHosts, key.Type(), fp, t.Port, t.Address, t.KnownHosts)
+		}
+		w := ke.Want[0]
+		return fmt.Errorf("the host key of %s has CHANGED: %s:%d has %s %s, the host offers %s %s. Someone may be in the middle; if the host was reinstalled, remove the old key (ssh-keygen -R %s -f %s) and add the new one after checking it",
+			hostname, w.Filename, w.Line, w.Key.Type(), ssh.FingerprintSHA256(w.Key), key.Type(), fp, hostname, t.KnownHosts)
+	}
+	return check, algorithms, nil
+}
+
+// keyAlgorithms are the signature algorithms of a key type.
+func keyAlgorithms(keyType string) []string {
+	if keyType == ssh.KeyAlgoRSA {
+		return []string{ssh.KeyAlgoRSASHA512, ssh.KeyAlgoRSASHA256, ssh.KeyAlgoRSA}
+	}
+	return []string{keyType}
+}
+
+// probeKey is a key no host has.
+type probeKey struct{}
+
+func (probeKey) Type() string                        { return "kubeboot-probe" }
+func (probeKey) Marshal() []byte                     { return []byte("kubeboot-probe") }
+func (probeKey) Verify([]byte, *ssh.Signature) error { return errors.New("probe") }
+
+// Close ends the connection (and the bastion's).
+func (h *Host) Close() error {
+	if h == nil {
+		return nil
+	}
+	var err error
+	if h.client != nil {
+		err = h.client.Close()
+	}
+	if h.bastion != nil {
+		h.bastion.Close()
+	}
+	return err
+}
+
+// Root tells whether commands run as root without sudo.
+func (h *Host) Root() bool { return h.target.User == "root" }
+
+// Command is what Run runs for cmd: cmd itself as root, else through
+// sudo, which must not ask for a password (sudo -n).
+func (h *Host) Command(cmd string) string {
+	if h.Root() {
+		return cmd
+	}
+	return "sudo -n -- sh -c " + Quote(cmd)
+}
+
+// Run runs cmd (a shell command line) with stdin, writing its output to
+// stdout and stderr. It ends the command when ctx ends.
+func (h *Host) Run(ctx context.Context, cmd string, stdin io.Reader, stdout, stderr io.Writer) error {
+	s, err := h.client.NewSession()
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if stdout != nil && stdout == stderr {
+		// As os/exec: one writer for both streams gets one Write at a
+		// time (the session copies each stream in its own goroutine).
+		w := &lockedWriter{w: stdout}
+		stdout, stderr = w, w
+	}
+	s.Stdin, s.Stdout, s.Stderr = stdin, stdout, stderr
+	if err := s.Start(h.Command(cmd)); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		_ = s.Signal(ssh.SIGTERM)
+		s.Close()
+		return ctx.Err()
+	}
+}
+
+// lockedWriter serializes the Writes of two goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// Output runs cmd and returns its standard output; its standard error is
+// in the error when it fails.
+func (h *Host) Output(ctx context.Context, cmd string) (string, error) {
+	var out, errb bytes.Buffer
+	if err := h.Run(ctx, cmd, nil, &out, &errb); err != nil {
+		return out.String(), fmt.Errorf("%s: %w: %s", cmd, err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
+}
+
+// FileSHA256 is the hex sha256 of a file on the host, "" when it does
+// not exist.
+func (h *Host) FileSHA256(ctx context.Context, file string) (string, error) {
+	out, err := h.Output(ctx, "if [ -f "+Quote(file)+" ]; then sha256sum "+Quote(file)+"; fi")
+	if err != nil {
+		return "", err
+	}
+	sum, _, _ := strings.Cut(strings.TrimSpace(out), " ")
+	return sum, nil
+}
+
+// Upload writes the local file to dest on the host with mode, unless the
+// host has it already (same sha256). It writes a temporary file next to
+// dest and renames it, so that dest is never half-written. It reports
+// whether it copied.
+func (h *Host) Upload(ctx context.Context, local, dest string, mode os.FileMode) (bool, error) {
+	f, err := os.Open(local)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	sum := sha256.New()
+	if _, err := io.Copy(sum, f); err != nil {
+		return false, err
+	}
+	want := hex.EncodeToString(sum.Sum(nil))
+	if have, err := h.FileSHA256(ctx, dest); err != nil {
+		return false, err
+	} else if have == want {
+		return false, nil
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return false, err
+	}
+	tmp := path.Join(path.Dir(dest), "."+path.Base(dest)+".kubeboot-upload")
+	// The copy is checked before it takes dest's place.
+	cmd := fmt.Sprintf("mkdir -p %[1]s && cat > %[2]s && chmod %[3]o %[2]s && printf '%%s  %%s\\n' %[4]s %[2]s | sha256sum -c --status && mv -f %[2]s %[5]s || { rm -f %[2]s; exit 1; }",
+		Quote(path.Dir(dest)), Quote(tmp), mode.Perm(), want, Quote(dest))
+	var errb bytes.Buffer
+	if err := h.Run(ctx, cmd, f, io.Discard, &errb); err != nil {
+		return false, fmt.Errorf("copying %s to %s: %w: %s", local, dest, err, strings.TrimSpace(errb.String()))
+	}
+	return true, nil
+}
+
+// Quote quotes s for a POSIX shell.
+func Quote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
