@@ -65,6 +65,7 @@ with every component embedded in this one binary and nothing to download.
 	cmd.AddCommand(
 		newInitCommand(g, s),
 		newJoinCommand(g, s),
+		newApplyCommand(g, s),
 		newConfigCommand(g, s),
 		newDevCommand(g, s),
 		newEtcdCommand(g, s),

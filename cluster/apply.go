@@ -1,0 +1,792 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	certutil "k8s.io/client-go/util/cert"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
+	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
+
+	"github.com/kubeboot/kubeboot/pkg/bootstrap"
+	"github.com/kubeboot/kubeboot/pkg/clusterfile"
+	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+	"github.com/kubeboot/kubeboot/pkg/remote"
+)
+
+// ApplyOptions are what `kubeboot apply -f` takes.
+type ApplyOptions struct {
+	// Cluster is the cluster file, read and validated (clusterfile.Read).
+	Cluster *clusterfile.Cluster
+	// Binary is the kubeboot binary copied to every host; this process's
+	// own when empty.
+	Binary string
+	// DryRun connects to every host, reads its state and prints the plan;
+	// it changes nothing anywhere.
+	DryRun bool
+	// AdminKubeconfig is where the cluster's admin kubeconfig is written,
+	// its server an address this machine reaches.
+	AdminKubeconfig string
+	// Timeout bounds the wait for every node to be Ready (10 min when 0).
+	Timeout time.Duration
+	// Out receives one progress line per host and step.
+	Out io.Writer
+}
+
+// ApplyResult is what Apply did.
+type ApplyResult struct {
+	// AdminKubeconfig is the admin kubeconfig written on this machine.
+	AdminKubeconfig string
+	// Added are the nodes that init or join made; Unchanged those already
+	// in the cluster, left alone.
+	Added, Unchanged []string
+}
+
+// Apply brings the cluster of the file up, or converges it: it connects
+// to every host and checks it (preflight) before it changes any, copies
+// kubeboot's binary where it differs, runs init on the first control
+// plane, joins the other control planes one at a time and the workers in
+// parallel, waits until every node is Ready and writes the admin
+// kubeconfig. Hosts already in the cluster are left alone; a host whose
+// join failed is reset and joined again by the next Apply. Tokens and
+// certificate keys go to the hosts' kubeboot on its standard input:
+// none is written into a file on a host or printed.
+func Apply(ctx context.Context, o ApplyOptions) (*ApplyResult, error) {
+	if o.AdminKubeconfig == "" && !o.DryRun {
+		return nil, errors.New("no path for the admin kubeconfig")
+	}
+	a, err := newApplyRun(o)
+	if err != nil {
+		return nil, err
+	}
+	defer a.close()
+	if err := a.connect(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.readCluster(ctx); err != nil {
+		return nil, err
+	}
+	p := a.plan()
+	if o.DryRun {
+		a.logf("", "dry run: nothing was changed on any host")
+		return &ApplyResult{Unchanged: p.unchanged}, nil
+	}
+	if err := a.run(ctx, p); err != nil {
+		return nil, err
+	}
+	return &ApplyResult{AdminKubeconfig: o.AdminKubeconfig, Added: p.added, Unchanged: p.unchanged}, a.failed()
+}
+
+// applyRun is one Apply.
+type applyRun struct {
+	o     ApplyOptions
+	hosts []*applyHost
+	outMu sync.Mutex
+	// primary is the control plane the cluster is reached through; admin
+	// its admin kubeconfig, rewritten for this machine.
+	primary *applyHost
+	admin   []byte
+	client  kubernetes.Interface
+	nodes   map[string]bool // Node name -> Ready
+}
+
+// applyHost is one host of the file.
+type applyHost struct {
+	*clusterfile.Host
+	conn *remote.Host
+	// node is the Node's name; binary the kubeboot binary's path on the
+	// host.
+	node, binary string
+	// state: the host has a node's state (kubelet.conf); admin: a control
+	// plane's admin.conf.
+	state, admin bool
+	err          error
+}
+
+func newApplyRun(o ApplyOptions) (*applyRun, error) {
+	if o.Cluster == nil {
+		return nil, errors.New("no cluster file")
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 10 * time.Minute
+	}
+	if o.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		o.Binary = exe
+	}
+	a := &applyRun{o: o}
+	for i := range o.Cluster.Hosts {
+		h := &o.Cluster.Hosts[i]
+		a.hosts = append(a.hosts, &applyHost{Host: h, node: h.NodeName, binary: path.Join(h.Root, "usr/local/bin/kubeboot")})
+	}
+	return a, nil
+}
+
+func (a *applyRun) close() {
+	for _, h := range a.hosts {
+		h.conn.Close()
+	}
+}
+
+// logf writes one progress line, about host h ("" for the whole run).
+func (a *applyRun) logf(h string, format string, args ...any) {
+	a.outMu.Lock()
+	defer a.outMu.Unlock()
+	prefix := "[apply] "
+	if h != "" {
+		prefix = "[" + h + "] "
+	}
+	fmt.Fprintf(a.o.Out, "%s%s\n", prefix, fmt.Sprintf(format, args...))
+}
+
+// each runs f on hosts in parallel and returns every error, each naming
+// its host.
+func (a *applyRun) each(hosts []*applyHost, f func(h *applyHost) error) error {
+	errs := make([]error, len(hosts))
+	var wg sync.WaitGroup
+	for i, h := range hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(h); err != nil {
+				errs[i] = fmt.Errorf("%s (%s): %w", h.Name(), h.Address, err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// target is how h is reached over SSH.
+func target(h *clusterfile.Host) remote.Target {
+	t := remote.Target{Address: h.Address, Port: h.SSH.Port, User: h.SSH.User, KeyPath: h.SSH.KeyPath, KnownHosts: h.SSH.KnownHosts}
+	if b := h.SSH.Bastion; b != nil {
+		t.Bastion = &remote.Target{Address: b.Address, Port: b.Port, User: b.User, KeyPath: b.KeyPath, KnownHosts: h.SSH.KnownHosts}
+	}
+	return t
+}
+
+// goarchUname is uname -m of the machines runtime.GOARCH runs on.
+var goarchUname = map[string]string{"amd64": "x86_64", "arm64": "aarch64"}
+
+// connect reaches every host and reads its state; it changes nothing.
+func (a *applyRun) connect(ctx context.Context) error {
+	err := a.each(a.hosts, func(h *applyHost) error {
+		conn, err := remote.Dial(ctx, target(h.Host))
+		if err != nil {
+			return err
+		}
+		h.conn = conn
+		kdir := path.Join(h.Root, "etc/kubernetes")
+		out, err := conn.Output(ctx, "uname -m; hostname; test -e "+remote.Quote(path.Join(kdir, "kubelet.conf"))+" && echo state; test -e "+remote.Quote(path.Join(kdir, "admin.conf"))+" && echo admin; true")
+		if err != nil {
+			return err
+		}
+		lines := strings.Fields(out)
+		if len(lines) < 2 {
+			return fmt.Errorf("reading the host's machine and name: %q", out)
+		}
+		if want := goarchUname[runtime.GOARCH]; lines[0] != want {
+			return fmt.Errorf("the host is %s, this kubeboot binary is for %s (%s)", lines[0], runtime.GOARCH, want)
+		}
+		if h.node == "" {
+			h.node = strings.ToLower(lines[1])
+		}
+		h.state, h.admin = slices.Contains(lines[2:], "state"), slices.Contains(lines[2:], "admin")
+		a.logf(h.Name(), "connected to %s (%s)", target(h.Host), lines[0])
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w\nnothing was changed on any host", err)
+	}
+	return nil
+}
+
+// readCluster finds the cluster the hosts already form, if any, through
+// the first control plane that has an admin kubeconfig, and reads its
+// Nodes.
+func (a *applyRun) readCluster(ctx context.Context) error {
+	for _, h := range a.hosts {
+		if h.Role == clusterfile.RoleControlPlane && h.admin {
+			a.primary = h
+			break
+		}
+	}
+	if a.primary == nil {
+		return nil
+	}
+	if err := a.readAdmin(ctx); err != nil {
+		return fmt.Errorf("%s holds the cluster's admin kubeconfig, but: %w\nnothing was changed on any host", a.primary.Name(), err)
+	}
+	list, err := a.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("listing the cluster's nodes through %s: %w\nnothing was changed on any host", a.primary.Name(), err)
+	}
+	a.nodes = map[string]bool{}
+	for _, n := range list.Items {
+		a.nodes[n.Name] = nodeReady(&n)
+	}
+	return nil
+}
+
+// readAdmin reads the primary's admin kubeconfig and points it at the
+// address this machine reaches the host on, unless the cluster has a
+// controlPlaneEndpoint (which the operator reaches too).
+func (a *applyRun) readAdmin(ctx context.Context) error {
+	h := a.primary
+	b, err := h.conn.Output(ctx, "cat "+remote.Quote(path.Join(h.Root, kubeconfig.AdminPath)))
+	if err != nil {
+		return err
+	}
+	kc, err := clientcmd.Load([]byte(b))
+	if err != nil {
+		return fmt.Errorf("%s: %w", kubeconfig.AdminPath, err)
+	}
+	if a.controlPlaneEndpoint() == "" {
+		for _, c := range kc.Clusters {
+			_, port, err := net.SplitHostPort(strings.TrimPrefix(c.Server, "https://"))
+			if err != nil {
+				return fmt.Errorf("%s: server %q: %w", kubeconfig.AdminPath, c.Server, err)
+			}
+			c.Server = "https://" + net.JoinHostPort(h.Address, port)
+		}
+	}
+	if a.admin, err = clientcmd.Write(*kc); err != nil {
+		return err
+	}
+	rc, err := clientcmd.RESTConfigFromKubeConfig(a.admin)
+	if err != nil {
+		return err
+	}
+	rc.Timeout = 30 * time.Second
+	a.client, err = kubernetes.NewForConfig(rc)
+	return err
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// applyPlan is what Apply does to each host.
+type applyPlan struct {
+	init *applyHost
+	// resets are hosts with a node's state that is not in the cluster
+	// (a join that failed): reset before they join.
+	resets             []*applyHost
+	controlPlanes      []*applyHost
+	workers            []*applyHost
+	added, unchanged   []string
+	changed, uploadsTo []*applyHost
+}
+
+// plan decides, and prints, what happens to each host.
+func (a *applyRun) plan() *applyPlan {
+	p := &applyPlan{}
+	for _, h := range a.hosts {
+		if _, member := a.nodes[h.node]; member {
+			a.logf(h.Name(), "in the cluster (Node %s): nothing to do", h.node)
+			p.unchanged = append(p.unchanged, h.node)
+			continue
+		}
+		var what string
+		switch {
+		case a.primary == nil && p.init == nil && h.Role == clusterfile.RoleControlPlane:
+			p.init, what = h, "init, the first control plane"
+		case h.Role == clusterfile.RoleControlPlane:
+			p.controlPlanes, what = append(p.controlPlanes, h), "join as a control plane"
+		default:
+			p.workers, what = append(p.workers, h), "join as a worker"
+		}
+		if h.state {
+			p.resets = append(p.resets, h)
+			what = "reset what a failed run left (" + path.Join(h.Root, "etc/kubernetes/kubelet.conf") + "), then " + what
+		}
+		a.logf(h.Name(), "plan: %s", what)
+		p.added = append(p.added, h.node)
+		p.changed = append(p.changed, h)
+	}
+	p.uploadsTo = p.changed
+	if len(p.controlPlanes) > 0 && a.primary != nil {
+		// The certificate key is uploaded on the primary, with kubeboot.
+		p.uploadsTo = append([]*applyHost{a.primary}, p.uploadsTo...)
+	}
+	return p
+}
+
+// run carries the plan out.
+func (a *applyRun) run(ctx context.Context, p *applyPlan) error {
+	if len(p.changed) == 0 {
+		a.logf("", "every host is in the cluster: nothing to change")
+		return a.finish(ctx, p)
+	}
+	// Secrets, made here and handed to the hosts' kubeboot on its stdin.
+	token, err := bootstraputil.GenerateBootstrapToken()
+	if err != nil {
+		return err
+	}
+	var certKey string
+	if len(p.controlPlanes) > 0 {
+		if certKey, err = bootstrap.NewCertificateKey(); err != nil {
+			return err
+		}
+	}
+	start := time.Now()
+	err = a.each(p.uploadsTo, func(h *applyHost) error {
+		t := time.Now()
+		copied, err := h.conn.Upload(ctx, a.o.Binary, h.binary, 0o755)
+		if err != nil {
+			return err
+		}
+		if copied {
+			a.logf(h.Name(), "copied kubeboot to %s in %s", h.binary, time.Since(t).Round(time.Millisecond))
+		} else {
+			a.logf(h.Name(), "kubeboot is at %s already (same sha256)", h.binary)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w\nno node was changed", err)
+	}
+	// Preflight on every host to change, before any changes: this node's
+	// checks (the cluster is not asked: it may not exist yet).
+	clean := slices.DeleteFunc(slices.Clone(p.changed), func(h *applyHost) bool { return slices.Contains(p.resets, h) })
+	if err := a.preflight(ctx, p, clean, token, certKey); err != nil {
+		return fmt.Errorf("%w\nno node was changed", err)
+	}
+	if len(p.resets) > 0 {
+		if err := a.each(p.resets, func(h *applyHost) error {
+			if err := h.kubeboot(ctx, nil, "reset", "--force"); err != nil {
+				return err
+			}
+			a.logf(h.Name(), "reset")
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := a.preflight(ctx, p, p.resets, token, certKey); err != nil {
+			return err
+		}
+	}
+	if h := p.init; h != nil {
+		doc, err := a.initDocuments(h, token, certKey)
+		if err != nil {
+			return err
+		}
+		args := []string{"init", "--config", "/dev/stdin", "--skip-token-print", "--skip-certificate-key-print"}
+		if certKey != "" {
+			args = append(args, "--upload-certs")
+		}
+		t := time.Now()
+		if err := h.kubeboot(ctx, doc, args...); err != nil {
+			return fmt.Errorf("%s (%s): init: %w", h.Name(), h.Address, err)
+		}
+		a.logf(h.Name(), "init: the control plane runs (%s)", time.Since(t).Round(time.Second))
+		a.primary = h
+		if err := a.readAdmin(ctx); err != nil {
+			return err
+		}
+	} else {
+		if err := a.createToken(ctx, token); err != nil {
+			return err
+		}
+		if certKey != "" {
+			if err := a.uploadCerts(ctx, certKey); err != nil {
+				return err
+			}
+		}
+	}
+	join, err := a.joinCommand(ctx, token, certKey)
+	if err != nil {
+		return err
+	}
+	// Control planes one at a time: each adds an etcd member.
+	for _, h := range p.controlPlanes {
+		if err := a.join(ctx, h, join); err != nil {
+			h.err = err
+			a.logf(h.Name(), "join failed: %v", err)
+			// The workers still join, through the control planes there are.
+		}
+	}
+	// Workers in parallel; one failing leaves the others to join.
+	_ = a.each(p.workers, func(h *applyHost) error {
+		if err := a.join(ctx, h, join); err != nil {
+			h.err = err
+			a.logf(h.Name(), "join failed: %v", err)
+		}
+		return nil
+	})
+	a.logf("", "hosts changed in %s", time.Since(start).Round(time.Second))
+	return a.finish(ctx, p)
+}
+
+// preflight runs the node checks of hosts, in parallel.
+func (a *applyRun) preflight(ctx context.Context, p *applyPlan, hosts []*applyHost, token, certKey string) error {
+	return a.each(hosts, func(h *applyHost) error {
+		var doc []byte
+		var err error
+		args := []string{"init", "phase", "preflight", "--config", "/dev/stdin"}
+		if h == p.init {
+			doc, err = a.initDocuments(h, token, certKey)
+		} else {
+			// The join is checked with the discovery it will have, but
+			// the CA is not known before init: it is not asked.
+			doc, err = a.joinDocuments(h, JoinCommand{Endpoint: a.endpoint(p), Token: token, ControlPlane: h.Role == clusterfile.RoleControlPlane, CertificateKey: certKey}, true)
+			args = []string{"join", "--node-checks-only", "--config", "/dev/stdin"}
+		}
+		if err != nil {
+			return err
+		}
+		if err := h.kubeboot(ctx, doc, args...); err != nil {
+			return fmt.Errorf("preflight: %w", err)
+		}
+		a.logf(h.Name(), "preflight passed")
+		return nil
+	})
+}
+
+// controlPlaneEndpoint is the file's ClusterConfiguration's.
+func (a *applyRun) controlPlaneEndpoint() string {
+	if kc := a.o.Cluster.KubeadmConfig; kc != nil && kc.Cluster != nil {
+		return kc.Cluster.ControlPlaneEndpoint
+	}
+	return ""
+}
+
+// endpoint is the API server endpoint the hosts join through: the
+// controlPlaneEndpoint, else the first control plane's address.
+func (a *applyRun) endpoint(p *applyPlan) string {
+	if ep := a.controlPlaneEndpoint(); ep != "" {
+		return ep
+	}
+	h := a.primary
+	if h == nil {
+		h = p.init
+	}
+	port := 6443
+	if kc := a.o.Cluster.KubeadmConfig; kc != nil && kc.Init != nil && kc.Init.LocalAPIEndpoint.BindPort != 0 {
+		port = int(kc.Init.LocalAPIEndpoint.BindPort)
+	}
+	return net.JoinHostPort(advertised(h.Host), strconv.Itoa(port))
+}
+
+func advertised(h *clusterfile.Host) string {
+	if h.AdvertiseAddress != "" {
+		return h.AdvertiseAddress
+	}
+	return h.Address
+}
+
+// documents is a fresh copy of the file's kubeadm documents.
+func (a *applyRun) documents() (*config.Config, error) {
+	if strings.TrimSpace(a.o.Cluster.Kubeadm) == "" {
+		return &config.Config{}, nil
+	}
+	return config.Parse(a.o.Cluster.Source+" (kubeadm)", []byte(a.o.Cluster.Kubeadm))
+}
+
+// initDocuments are the documents init runs with on h: the file's, with
+// the host's registration, the token and the certificate key.
+func (a *applyRun) initDocuments(h *applyHost, token, certKey string) ([]byte, error) {
+	c, err := a.documents()
+	if err != nil {
+		return nil, err
+	}
+	if c.Init == nil {
+		c.Init = &kubeadmv1.InitConfiguration{}
+	}
+	c.Init.NodeRegistration.Name = h.node
+	c.Init.LocalAPIEndpoint.AdvertiseAddress = advertised(h.Host)
+	tok, err := bootstraptokenv1.NewBootstrapTokenString(token)
+	if err != nil {
+		return nil, err
+	}
+	c.Init.BootstrapTokens = []bootstraptokenv1.BootstrapToken{{Token: tok, TTL: &metav1.Duration{Duration: 2 * time.Hour},
+		Description: "made by kubeboot apply for the hosts of " + filepath.Base(a.o.Cluster.Source),
+		Usages:      []string{"signing", "authentication"}, Groups: []string{"system:bootstrappers:kubeadm:default-node-token"}}}
+	c.Init.CertificateKey = certKey
+	return c.Marshal()
+}
+
+// joinDocuments is the JoinConfiguration h joins with. checksOnly makes
+// it one for the node checks, before the cluster's CA exists.
+func (a *applyRun) joinDocuments(h *applyHost, j JoinCommand, checksOnly bool) ([]byte, error) {
+	if h.Role != clusterfile.RoleControlPlane {
+		j.ControlPlane, j.CertificateKey = false, ""
+	}
+	c := j.Config()
+	if checksOnly {
+		c.Join.Discovery.BootstrapToken.CACertHashes = nil
+		c.Join.Discovery.BootstrapToken.UnsafeSkipCAVerification = true
+	}
+	c.Join.NodeRegistration.Name = h.node
+	if c.Join.ControlPlane != nil {
+		c.Join.ControlPlane.LocalAPIEndpoint.AdvertiseAddress = advertised(h.Host)
+	} else if h.AdvertiseAddress != "" {
+		c.Join.NodeRegistration.KubeletExtraArgs = append(c.Join.NodeRegistration.KubeletExtraArgs, kubeadmv1.Arg{Name: "node-ip", Value: h.AdvertiseAddress})
+	}
+	return c.Marshal()
+}
+
+// createToken makes the token the hosts join with in the running cluster.
+func (a *applyRun) createToken(ctx context.Context, token string) error {
+	f, err := a.adminFile()
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f)
+	_, err = CreateToken(ctx, TokenOptions{Kubeconfig: f, Token: token, TTL: time.Hour, Description: "made by kubeboot apply for the hosts of " + filepath.Base(a.o.Cluster.Source)})
+	return err
+}
+
+// adminFile writes the admin kubeconfig to a private temporary file.
+func (a *applyRun) adminFile() (string, error) {
+	f, err := os.CreateTemp("", "kubeboot-apply-*.conf")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	if _, err := f.Write(a.admin); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// uploadCerts uploads the control-plane certificates on the primary,
+// encrypted with certKey, for the control planes that join.
+func (a *applyRun) uploadCerts(ctx context.Context, certKey string) error {
+	h := a.primary
+	c, err := a.documents()
+	if err != nil {
+		return err
+	}
+	if c.Init == nil {
+		c.Init = &kubeadmv1.InitConfiguration{}
+	}
+	c.Init.NodeRegistration.Name = h.node
+	c.Init.LocalAPIEndpoint.AdvertiseAddress = advertised(h.Host)
+	c.Init.CertificateKey = certKey
+	doc, err := c.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := h.kubeboot(ctx, doc, "init", "phase", "upload-certs", "--upload-certs", "--config", "/dev/stdin", "--skip-certificate-key-print"); err != nil {
+		return fmt.Errorf("%s: uploading the certificates for the control planes that join: %w", h.Name(), err)
+	}
+	a.logf(h.Name(), "uploaded the control-plane certificates for the control planes that join (they expire in 2 hours)")
+	return nil
+}
+
+// joinCommand is the join the hosts run: the cluster's CA, read from the
+// primary, pinned.
+func (a *applyRun) joinCommand(ctx context.Context, token, certKey string) (JoinCommand, error) {
+	h := a.primary
+	certDir := config.DefaultCertificatesDir
+	if kc := a.o.Cluster.KubeadmConfig; kc != nil && kc.Cluster != nil && kc.Cluster.CertificatesDir != "" {
+		certDir = kc.Cluster.CertificatesDir
+	}
+	b, err := h.conn.Output(ctx, "cat "+remote.Quote(path.Join(h.Root, certDir, "ca.crt")))
+	if err != nil {
+		return JoinCommand{}, fmt.Errorf("%s: reading the cluster CA: %w", h.Name(), err)
+	}
+	cas, err := certutil.ParseCertsPEM([]byte(b))
+	if err != nil || len(cas) == 0 {
+		return JoinCommand{}, fmt.Errorf("%s: the cluster CA: %v", h.Name(), err)
+	}
+	return JoinCommand{Endpoint: a.endpoint(nil), Token: token, CACertHash: pubkeypin.Hash(cas[0]), CertificateKey: certKey, ControlPlane: true}, nil
+}
+
+// join joins h.
+func (a *applyRun) join(ctx context.Context, h *applyHost, j JoinCommand) error {
+	doc, err := a.joinDocuments(h, j, false)
+	if err != nil {
+		return err
+	}
+	t := time.Now()
+	if err := h.kubeboot(ctx, doc, "join", "--config", "/dev/stdin"); err != nil {
+		return err
+	}
+	as := "a worker"
+	if h.Role == clusterfile.RoleControlPlane {
+		as = "a control plane"
+	}
+	a.logf(h.Name(), "joined as %s (%s)", as, time.Since(t).Round(time.Second))
+	return nil
+}
+
+// finish writes the admin kubeconfig and waits until every node of the
+// file that is in the cluster is Ready.
+func (a *applyRun) finish(ctx context.Context, p *applyPlan) error {
+	if a.client == nil {
+		return errors.New("no control plane runs: nothing to reach the cluster through")
+	}
+	if err := os.MkdirAll(filepath.Dir(a.o.AdminKubeconfig), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(a.o.AdminKubeconfig, a.admin, 0o600); err != nil {
+		return err
+	}
+	var want []string
+	for _, h := range a.hosts {
+		if h.err == nil {
+			want = append(want, h.node)
+		}
+	}
+	t := time.Now()
+	var notReady []string
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, a.o.Timeout, true, func(ctx context.Context) (bool, error) {
+		list, err := a.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		ready := map[string]bool{}
+		for _, n := range list.Items {
+			ready[n.Name] = nodeReady(&n)
+		}
+		notReady = slices.DeleteFunc(slices.Clone(want), func(n string) bool { return ready[n] })
+		return len(notReady) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("nodes not Ready after %s: %s", a.o.Timeout, strings.Join(notReady, ", "))
+	}
+	a.logf("", "every node is Ready (%d; waited %s); the admin kubeconfig is %s", len(want), time.Since(t).Round(time.Second), a.o.AdminKubeconfig)
+	return nil
+}
+
+// failed is the error of the hosts whose join failed.
+func (a *applyRun) failed() error {
+	var errs []error
+	for _, h := range a.hosts {
+		if h.err != nil {
+			errs = append(errs, fmt.Errorf("%s (%s): join: %w", h.Name(), h.Address, h.err))
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w\nthe other hosts are in the cluster; run apply again to finish (it resets what a failed join left first)", errors.Join(errs...))
+}
+
+// kubeboot runs kubeboot on h with stdin; its output is in the error
+// when it fails (the last lines).
+func (h *applyHost) kubeboot(ctx context.Context, stdin []byte, args ...string) error {
+	cmd := []string{remote.Quote(h.binary)}
+	if h.Root != "/" {
+		cmd = append(cmd, "--root", remote.Quote(h.Root))
+	}
+	for _, a := range args {
+		cmd = append(cmd, remote.Quote(a))
+	}
+	var out bytes.Buffer
+	var in io.Reader
+	if stdin != nil {
+		in = bytes.NewReader(stdin)
+	}
+	if err := h.conn.Run(ctx, strings.Join(cmd, " "), in, &out, &out); err != nil {
+		return fmt.Errorf("kubeboot %s: %w\n%s", strings.Join(args, " "), err, lastLines(out.String(), 15))
+	}
+	return nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "    " + strings.Join(lines, "\n    ")
+}
+
+// ResetHostsOptions are what `kubeboot reset -f` takes.
+type ResetHostsOptions struct {
+	Cluster *clusterfile.Cluster
+	Out     io.Writer
+}
+
+// ResetHosts resets every host of the file that has a node's state,
+// workers first (in parallel), then the control planes one at a time, the
+// first last; and removes the kubeboot binary Apply copied.
+func ResetHosts(ctx context.Context, o ResetHostsOptions) error {
+	a, err := newApplyRun(ApplyOptions{Cluster: o.Cluster, Out: o.Out})
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	if err := a.connect(ctx); err != nil {
+		return err
+	}
+	reset := func(h *applyHost) error {
+		have, err := h.conn.Output(ctx, "test -e "+remote.Quote(h.binary)+" && echo binary; test -d "+remote.Quote(path.Join(h.Root, "etc/kubernetes/kubeboot"))+" && echo node; true")
+		if err != nil {
+			return err
+		}
+		if strings.Contains(have, "node") {
+			if !strings.Contains(have, "binary") {
+				return fmt.Errorf("the host has a node's state but no kubeboot at %s to reset it with", h.binary)
+			}
+			t := time.Now()
+			if err := h.kubeboot(ctx, nil, "reset", "--force"); err != nil {
+				return err
+			}
+			a.logf(h.Name(), "reset (%s)", time.Since(t).Round(time.Second))
+		} else {
+			a.logf(h.Name(), "no node here: nothing to reset")
+		}
+		if strings.Contains(have, "binary") {
+			rm := "rm -f " + remote.Quote(h.binary)
+			if h.Root != "/" {
+				// The directories apply made under a root of its own.
+				rm += " && cd " + remote.Quote(h.Root) + " && rmdir -p --ignore-fail-on-non-empty usr/local/bin"
+			}
+			if _, err := h.conn.Output(ctx, rm); err != nil {
+				return err
+			}
+			a.logf(h.Name(), "removed %s", h.binary)
+		}
+		return nil
+	}
+	var workers, cps []*applyHost
+	for _, h := range a.hosts {
+		if h.Role == clusterfile.RoleControlPlane {
+			cps = append([]*applyHost{h}, cps...)
+		} else {
+			workers = append(workers, h)
+		}
+	}
+	errs := []error{a.each(workers, reset)}
+	for _, h := range cps {
+		errs = append(errs, a.each([]*applyHost{h}, reset))
+	}
+	return errors.Join(errs...)
+}
