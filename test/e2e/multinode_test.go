@@ -9,7 +9,6 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -203,19 +202,7 @@ func TestMultiNode(t *testing.T) {
 		clusterIP := strings.TrimSpace(kubectlOn(t, cp, cp, "get", "service", "web", "-o", "jsonpath={.spec.clusterIP}"))
 		for name, h := range nodes {
 			// The Service from the node itself (kube-proxy on every host).
-			c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: h.DialContext, DisableKeepAlives: true}}
-			eventually(t, 30*time.Second, 200*time.Millisecond, "Service from node "+name, func() error {
-				resp, err := c.Get("http://" + clusterIP + "/")
-				if err != nil {
-					return err
-				}
-				defer resp.Body.Close()
-				b, _ := io.ReadAll(resp.Body)
-				if resp.StatusCode != 200 || !strings.Contains(string(b), `"hostname":"web-`) {
-					return fmt.Errorf("HTTP %d %s", resp.StatusCode, b)
-				}
-				return nil
-			})
+			webAnswers(t, h, "http://"+clusterIP+"/", 30*time.Second, "Service from node "+name)
 			// DNS from a pod on the node: a cluster name and a Service name.
 			client := "client-" + name
 			eventually(t, 30*time.Second, 300*time.Millisecond, "DNS from a pod on "+name, func() error {

@@ -260,19 +260,7 @@ func TestSingleNode(t *testing.T) {
 			t.Errorf("per-pod CNI chains in the nat table:\n%s", grepLines(nat, "CNI-"))
 		}
 		// NodePort, from the host itself.
-		c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: h.DialContext}}
-		eventually(t, 30*time.Second, 200*time.Millisecond, "NodePort from the host", func() error {
-			resp, err := c.Get("http://" + h.IP + ":30080/")
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != 200 || !strings.Contains(string(b), `"hostname":"web-`) {
-				return fmt.Errorf("HTTP %d %s", resp.StatusCode, b)
-			}
-			return nil
-		})
+		webAnswers(t, h, "http://"+h.IP+":30080/", 30*time.Second, "NodePort from the host")
 		pod := strings.Fields(kubectl(t, h, "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].metadata.name}"))[0]
 		if logs := kubectl(t, h, "logs", pod); !strings.Contains(logs, "listening on") {
 			t.Errorf("kubectl logs %s: %q", pod, logs)
@@ -542,4 +530,23 @@ func lastDaemonRun(log string) string {
 		return log[i:]
 	}
 	return log
+}
+
+// webAnswers waits until the test server of the web Deployment answers
+// url from h's network.
+func webAnswers(t *testing.T, h *nethost.Host, url string, within time.Duration, what string) {
+	t.Helper()
+	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: h.DialContext, DisableKeepAlives: true}}
+	eventually(t, within, 200*time.Millisecond, what, func() error {
+		resp, err := c.Get(url)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 || !strings.Contains(string(b), `"hostname":"web-`) {
+			return fmt.Errorf("HTTP %d %s", resp.StatusCode, b)
+		}
+		return nil
+	})
 }
