@@ -282,36 +282,48 @@ func (h *Host) FileSHA256(ctx context.Context, file string) (string, error) {
 	return sum, nil
 }
 
-// Upload writes the local file to dest on the host with mode, unless the
-// host has it already (same sha256). It writes a temporary file next to
-// dest and renames it, so that dest is never half-written. It reports
-// whether it copied.
-func (h *Host) Upload(ctx context.Context, local, dest string, mode os.FileMode) (bool, error) {
-	f, err := os.Open(local)
+// LocalFile is a file of this machine to copy to hosts, hashed once.
+type LocalFile struct {
+	Path   string
+	SHA256 string // hex
+}
+
+// HashFile reads path's sha256.
+func HashFile(path string) (LocalFile, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return false, err
+		return LocalFile{}, err
 	}
 	defer f.Close()
 	sum := sha256.New()
 	if _, err := io.Copy(sum, f); err != nil {
-		return false, err
+		return LocalFile{}, err
 	}
-	want := hex.EncodeToString(sum.Sum(nil))
+	return LocalFile{Path: path, SHA256: hex.EncodeToString(sum.Sum(nil))}, nil
+}
+
+// Upload writes the local file to dest on the host with mode, unless the
+// host has it already (same sha256). It writes a temporary file next to
+// dest, hashing what it writes as it writes it, and renames it only when
+// the hash is the file's, so that dest is never half-written or other
+// than the file. It reports whether it copied.
+func (h *Host) Upload(ctx context.Context, local LocalFile, dest string, mode os.FileMode) (bool, error) {
 	if have, err := h.FileSHA256(ctx, dest); err != nil {
 		return false, err
-	} else if have == want {
+	} else if have == local.SHA256 {
 		return false, nil
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	f, err := os.Open(local.Path)
+	if err != nil {
 		return false, err
 	}
+	defer f.Close()
 	tmp := path.Join(path.Dir(dest), "."+path.Base(dest)+".kubeboot-upload")
-	// The copy is checked before it takes dest's place.
-	cmd := fmt.Sprintf("mkdir -p %[1]s && cat > %[2]s && chmod %[3]o %[2]s && printf '%%s  %%s\\n' %[4]s %[2]s | sha256sum -c --status && mv -f %[2]s %[5]s || { rm -f %[2]s; exit 1; }",
-		Quote(path.Dir(dest)), Quote(tmp), mode.Perm(), want, Quote(dest))
+	cmd := fmt.Sprintf(`mkdir -p %[1]s && sum=$(tee %[2]s | sha256sum) && [ "${sum%%%% *}" = %[4]s ] && chmod %[3]o %[2]s && mv -f %[2]s %[5]s || { rm -f %[2]s; echo "the copy's sha256 is not the file's" >&2; exit 1; }`,
+		Quote(path.Dir(dest)), Quote(tmp), mode.Perm(), local.SHA256, Quote(dest))
 	var errb bytes.Buffer
 	if err := h.Run(ctx, cmd, f, io.Discard, &errb); err != nil {
-		return false, fmt.Errorf("copying %s to %s: %w: %s", local, dest, err, strings.TrimSpace(errb.String()))
+		return false, fmt.Errorf("copying %s to %s: %w: %s", local.Path, dest, err, strings.TrimSpace(errb.String()))
 	}
 	return true, nil
 }

@@ -230,8 +230,12 @@ func TestRunUploadBastion(t *testing.T) {
 		t.Fatal(err)
 	}
 	dest := filepath.Join(t.TempDir(), "usr/local/bin/kubeboot")
+	lf, err := HashFile(local)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, want := range []bool{true, false} {
-		copied, err := h.Upload(ctx, local, dest, 0o755)
+		copied, err := h.Upload(ctx, lf, dest, 0o755)
 		if err != nil || copied != want {
 			t.Fatalf("upload %d: copied %v (want %v), %v", i+1, copied, want, err)
 		}
@@ -241,6 +245,21 @@ func TestRunUploadBastion(t *testing.T) {
 	st, err := os.Stat(dest)
 	if err != nil || !bytes.Equal(a, b) || st.Mode().Perm() != 0o755 {
 		t.Errorf("uploaded file: equal %v, %v, %v", bytes.Equal(a, b), st, err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(dest), ".*")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	// A copy whose hash is not the file's (the file changed after it was
+	// hashed) does not take dest's place.
+	changed := filepath.Join(t.TempDir(), "changed")
+	if err := os.WriteFile(changed, []byte("another binary\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Upload(ctx, LocalFile{Path: changed, SHA256: strings.Repeat("0", 64)}, dest, 0o755); err == nil || !strings.Contains(err.Error(), "sha256 is not the file's") {
+		t.Errorf("a copy with the wrong hash: %v", err)
+	}
+	if b2, _ := os.ReadFile(dest); !bytes.Equal(b2, a) {
+		t.Error("a copy with the wrong hash replaced dest")
 	}
 	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(dest), ".*")); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
