@@ -263,6 +263,10 @@ func TestApply(t *testing.T) {
 		if !strings.Contains(out, "[cp1] uploaded the control-plane certificates") || !strings.Contains(out, "[cp2] joined as a control plane") || !strings.Contains(out, "[cp3] joined as a control plane") {
 			t.Errorf("output:\n%s", out)
 		}
+		// One at a time: the second starts once the first has joined.
+		if i, j := strings.Index(out, "[cp2] joined as"), strings.Index(out, "[cp3] joining as"); i < 0 || j < i {
+			t.Errorf("the control planes did not join one at a time:\n%s", out)
+		}
 		if got := readyNodes(t); got != "cp1=True cp2=True cp3=True w1=True w2=True" {
 			t.Errorf("nodes: %s", got)
 		}

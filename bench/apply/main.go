@@ -1,0 +1,272 @@
+// Command apply measures `kubeboot apply`: the time from `apply -f` to
+// every node Ready, for 1 control plane + 2 workers and for 3 control
+// planes + 2 workers, next to the same init and joins run by hand, one
+// after another, on the same hosts (each host's kubeboot run in it, no
+// SSH, the binary already there) until every node is Ready; and prints
+// apply's time as a ratio of the hand-run one. Every host is a
+// network-namespace host running Debian's sshd on its own address;
+// apply runs from an operator's host on the same bridge and copies the
+// binary to each host (reset -f removes it again).
+//
+//	go run ./bench/apply [-runs N]   (as root, after `make build`; needs /usr/sbin/sshd)
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
+
+	"github.com/kubeboot/kubeboot/bench/internal/benchutil"
+	"github.com/kubeboot/kubeboot/test/nethost"
+)
+
+const (
+	token   = "abcdef.0123456789abcdef"
+	certKey = "9d6a1f4c2b7e8a0d3c5f6e1b2a4d7c8e9f0a1b2c3d4e5f60718293a4b5c6d7e8"
+	podCIDR = "10.244.0.0/16"
+)
+
+type host struct {
+	*nethost.Host
+	name, role string
+	sshd       *nethost.SSHD
+}
+
+type bench struct {
+	bin, dir string
+	network  *nethost.Network
+	op       *nethost.Host
+	hosts    []*host // cp1, cp2, cp3, w1, w2
+	keyFile  string
+	known    string
+}
+
+func main() {
+	runs := flag.Int("runs", 1, "how many times each of the four runs is made (medians are printed)")
+	flag.Parse()
+	if err := run(max(*runs, 1)); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(runs int) error {
+	bin, err := benchutil.Binary()
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
+		return fmt.Errorf("Debian's openssh-server is needed (hack/install-deps.sh installs it): %v", err)
+	}
+	if err := nethost.BecomeSubreaper(); err != nil {
+		return err
+	}
+	if _, err := os.Stat(nethost.PrivsepDir); os.IsNotExist(err) {
+		if err := os.Mkdir(nethost.PrivsepDir, 0o755); err != nil {
+			return err
+		}
+		defer os.Remove(nethost.PrivsepDir)
+	}
+	dir, err := os.MkdirTemp("", "kubeboot-bench-apply-")
+	if err != nil {
+		return err
+	}
+	b := &bench{bin: bin, dir: dir}
+	defer b.close()
+	if b.network, err = nethost.NewNetwork("kbbap-net"); err != nil {
+		return err
+	}
+	if b.op, err = nethost.NewWith("kbbap-op", "10.224.0.9", filepath.Join(dir, "op"), bin, nethost.Options{Network: b.network}); err != nil {
+		return err
+	}
+	keyFile, authorized, _, err := nethost.OperatorKey(dir)
+	if err != nil {
+		return err
+	}
+	b.keyFile = keyFile
+	keys := map[string]ssh.PublicKey{}
+	for i, n := range []struct{ name, role string }{{"cp1", "control-plane"}, {"cp2", "control-plane"}, {"cp3", "control-plane"}, {"w1", "worker"}, {"w2", "worker"}} {
+		nh, err := nethost.NewWith("kbbap-"+n.name, fmt.Sprintf("10.224.0.%d", i+2), filepath.Join(dir, n.name), bin, nethost.Options{Network: b.network})
+		if err != nil {
+			return err
+		}
+		h := &host{Host: nh, name: n.name, role: n.role}
+		b.hosts = append(b.hosts, h)
+		if h.sshd, err = nh.StartSSHD(dir, authorized); err != nil {
+			return err
+		}
+		keys[nh.IP] = h.sshd.Key
+	}
+	b.known = filepath.Join(dir, "known_hosts")
+	if err := nethost.WriteKnownHosts(b.known, keys); err != nil {
+		return err
+	}
+
+	for _, shape := range []struct {
+		name  string
+		hosts []*host
+		goal  string
+		ok    func(ratio float64) bool
+	}{
+		{"1 control plane + 2 workers", []*host{b.hosts[0], b.hosts[3], b.hosts[4]}, "<= 1.2x", func(r float64) bool { return r <= 1.2 }},
+		{"3 control planes + 2 workers", b.hosts, "< 1.0x", func(r float64) bool { return r < 1 }},
+	} {
+		var hand, apply []time.Duration
+		for i := range runs {
+			d, err := b.byHand(shape.hosts)
+			if err != nil {
+				return fmt.Errorf("%s by hand: %w", shape.name, err)
+			}
+			hand = append(hand, d)
+			d, err = b.apply(shape.hosts, fmt.Sprintf("%d-%d", len(shape.hosts), i))
+			if err != nil {
+				return fmt.Errorf("%s with apply: %w", shape.name, err)
+			}
+			apply = append(apply, d)
+		}
+		h, a := benchutil.Median(hand), benchutil.Median(apply)
+		ratio := a.Seconds() / h.Seconds()
+		verdict := "met"
+		if !shape.ok(ratio) {
+			verdict = "NOT met"
+		}
+		fmt.Printf("%s: apply %s, by hand %s (medians of %d): %.2fx (goal %s: %s)\n\n", shape.name, a.Round(100*time.Millisecond), h.Round(100*time.Millisecond), runs, ratio, shape.goal, verdict)
+	}
+	return nil
+}
+
+func (b *bench) close() {
+	for i := len(b.hosts) - 1; i >= 0; i-- {
+		h := b.hosts[i]
+		if _, err := os.Stat(filepath.Join(h.Root, "etc/kubernetes/kubeboot")); err == nil {
+			benchutil.KeepLogs(h.Host, h.name)
+			nethost.Run(h.Kubeboot("reset", "--force")) //nolint:errcheck
+		}
+		if h.sshd != nil {
+			h.sshd.Stop()
+		}
+		h.Close()
+	}
+	if b.op != nil {
+		b.op.Close()
+	}
+	if b.network != nil {
+		b.network.Close()
+	}
+	os.RemoveAll(b.dir)
+}
+
+func kb(h *host, args ...string) (string, error) {
+	out, err := nethost.Run(h.Kubeboot(args...))
+	if err != nil {
+		return out, fmt.Errorf("%s: kubeboot %s: %v\n%s", h.name, strings.Join(args, " "), err, out)
+	}
+	return out, nil
+}
+
+// byHand runs init on the first host and the joins of the others one
+// after another, as an operator with a terminal on each host would, and
+// returns the time from init's start to every node Ready. It resets the
+// hosts afterwards (not timed).
+func (b *bench) byHand(hosts []*host) (time.Duration, error) {
+	cp1, multi := hosts[0], false
+	for _, h := range hosts[1:] {
+		multi = multi || h.role == "control-plane"
+	}
+	start := time.Now()
+	args := []string{"init", "--node-name", cp1.name, "--apiserver-advertise-address", cp1.IP, "--token", token, "--pod-network-cidr", podCIDR}
+	if multi {
+		args = append(args, "--upload-certs", "--certificate-key", certKey)
+	}
+	if _, err := kb(cp1, args...); err != nil {
+		return 0, err
+	}
+	steps := []string{fmt.Sprintf("init %s", time.Since(start).Round(100*time.Millisecond))}
+	ca, err := certutil.CertsFromFile(filepath.Join(cp1.Root, "etc/kubernetes/pki/ca.crt"))
+	if err != nil {
+		return 0, err
+	}
+	hash := pubkeypin.Hash(ca[0])
+	for _, h := range hosts[1:] {
+		t := time.Now()
+		args := []string{"join", cp1.IP + ":6443", "--token", token, "--discovery-token-ca-cert-hash", hash, "--node-name", h.name}
+		if h.role == "control-plane" {
+			args = append(args, "--control-plane", "--apiserver-advertise-address", h.IP, "--certificate-key", certKey)
+		}
+		if _, err := kb(h, args...); err != nil {
+			return 0, err
+		}
+		steps = append(steps, fmt.Sprintf("join %s %s", h.name, time.Since(t).Round(100*time.Millisecond)))
+	}
+	t := time.Now()
+	if err := b.waitReady(cp1, len(hosts)); err != nil {
+		return 0, err
+	}
+	took := time.Since(start)
+	fmt.Printf("  by hand, %d hosts: every node Ready %s after init's start (%s, then Ready %s later)\n", len(hosts), took.Round(100*time.Millisecond), strings.Join(steps, ", "), time.Since(t).Round(100*time.Millisecond))
+	// Reset as an operator would: workers first, the first control plane last.
+	for i := len(hosts) - 1; i >= 0; i-- {
+		if _, err := kb(hosts[i], "reset", "--force"); err != nil {
+			return 0, err
+		}
+	}
+	return took, nil
+}
+
+var readyCount = regexp.MustCompile(`=True\b`)
+
+// waitReady polls the cluster through cp1 every second (as apply does)
+// until n nodes are Ready.
+func (b *bench) waitReady(cp1 *host, n int) error {
+	admin := filepath.Join(cp1.Root, "etc/kubernetes/admin.conf")
+	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
+		out, err := nethost.Run(cp1.Command(b.bin, "kubectl", "--kubeconfig", admin, "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status} {end}`))
+		if err == nil && len(readyCount.FindAllString(out, -1)) == n {
+			return nil
+		}
+	}
+	return fmt.Errorf("not %d nodes Ready after 5 minutes", n)
+}
+
+// apply writes the cluster file of hosts, runs apply from the operator's
+// host and returns its wall time (it returns once every node is Ready);
+// then reset -f (not timed).
+func (b *bench) apply(hosts []*host, name string) (time.Duration, error) {
+	var lines strings.Builder
+	for _, h := range hosts {
+		fmt.Fprintf(&lines, "- {address: %s, role: %s, nodeName: %s, root: %s, ssh: {keyPath: %s, knownHosts: %s}}\n", h.IP, h.role, h.name, h.Root, b.keyFile, b.known)
+	}
+	file := filepath.Join(b.dir, "cluster-"+name+".yaml")
+	content := "apiVersion: kubeboot.io/v1alpha1\nkind: Cluster\nhosts:\n" + lines.String() +
+		"kubeadm: |\n  apiVersion: kubeadm.k8s.io/v1beta4\n  kind: ClusterConfiguration\n  networking: {podSubnet: " + podCIDR + "}\n"
+	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	out, err := nethost.Run(b.op.Command(b.bin, "apply", "-f", file))
+	took := time.Since(start)
+	if err != nil {
+		return 0, fmt.Errorf("%v\n%s", err, out)
+	}
+	var steps []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "copied kubeboot") || strings.Contains(l, "init:") || strings.Contains(l, "joined as") || strings.Contains(l, "hosts changed") {
+			steps = append(steps, strings.TrimSpace(l))
+		}
+	}
+	fmt.Printf("  apply, %d hosts: every node Ready %s after its start\n    %s\n", len(hosts), took.Round(100*time.Millisecond), strings.Join(steps, "\n    "))
+	t := time.Now()
+	if out, err := nethost.Run(b.op.Command(b.bin, "reset", "-f", file)); err != nil {
+		return 0, fmt.Errorf("reset -f: %v\n%s", err, out)
+	}
+	fmt.Printf("  reset -f, %d hosts: %s\n", len(hosts), time.Since(t).Round(100*time.Millisecond))
+	return took, nil
+}
