@@ -246,9 +246,13 @@ func KeepLogs(h *nethost.Host, name string) {
 	if dst == "" {
 		return
 	}
+	src := filepath.Join(h.Root, "var/log/kubeboot")
+	if _, err := os.Stat(src); err != nil {
+		return // reset already, its logs kept then
+	}
 	dst = filepath.Join(dst, name)
 	if err := os.MkdirAll(dst, 0o755); err == nil {
-		err = os.CopyFS(dst, os.DirFS(filepath.Join(h.Root, "var/log/kubeboot")))
+		err = os.CopyFS(dst, os.DirFS(src))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "keeping the logs:", err)
 		}
