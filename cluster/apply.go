@@ -3,9 +3,11 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path"
@@ -18,12 +20,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	certutil "k8s.io/client-go/util/cert"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	"k8s.io/kubectl/pkg/drain"
 	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
@@ -50,6 +55,11 @@ type ApplyOptions struct {
 	AdminKubeconfig string
 	// Timeout bounds the wait for every node to be Ready (10 min when 0).
 	Timeout time.Duration
+	// Prune removes the nodes apply made from hosts that are no longer in
+	// the file: each is drained, reset over SSH (as apply reached it,
+	// recorded on its Node) and its Node deleted; workers first, then
+	// control planes one at a time. Without it they are left alone.
+	Prune bool
 	// Out receives one progress line per host and step.
 	Out io.Writer
 }
@@ -59,8 +69,8 @@ type ApplyResult struct {
 	// AdminKubeconfig is the admin kubeconfig written on this machine.
 	AdminKubeconfig string
 	// Added are the nodes that init or join made; Unchanged those already
-	// in the cluster, left alone.
-	Added, Unchanged []string
+	// in the cluster, left alone; Pruned those removed (with Prune).
+	Added, Unchanged, Pruned []string
 }
 
 // Apply brings the cluster of the file up, or converges it: it connects
@@ -95,7 +105,12 @@ func Apply(ctx context.Context, o ApplyOptions) (*ApplyResult, error) {
 	if err := a.run(ctx, p); err != nil {
 		return nil, err
 	}
-	return &ApplyResult{AdminKubeconfig: o.AdminKubeconfig, Added: p.added, Unchanged: p.unchanged}, a.failed()
+	res := &ApplyResult{AdminKubeconfig: o.AdminKubeconfig, Added: p.added, Unchanged: p.unchanged}
+	if err := a.failed(); err != nil {
+		return res, err
+	}
+	res.Pruned, err = a.prune(ctx, p)
+	return res, err
 }
 
 // applyRun is one Apply.
@@ -108,7 +123,7 @@ type applyRun struct {
 	primary *applyHost
 	admin   []byte
 	client  kubernetes.Interface
-	nodes   map[string]bool // Node name -> Ready
+	nodes   map[string]*corev1.Node
 }
 
 // applyHost is one host of the file.
@@ -249,9 +264,9 @@ func (a *applyRun) readCluster(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listing the cluster's nodes through %s: %w\nnothing was changed on any host", a.primary.Name(), err)
 	}
-	a.nodes = map[string]bool{}
-	for _, n := range list.Items {
-		a.nodes[n.Name] = nodeReady(&n)
+	a.nodes = map[string]*corev1.Node{}
+	for i := range list.Items {
+		a.nodes[list.Items[i].Name] = &list.Items[i]
 	}
 	return nil
 }
@@ -309,6 +324,8 @@ type applyPlan struct {
 	workers            []*applyHost
 	added, unchanged   []string
 	changed, uploadsTo []*applyHost
+	// prune are the hosts apply made nodes of that the file no longer has.
+	prune []*clusterfile.Host
 }
 
 // plan decides, and prints, what happens to each host.
@@ -336,6 +353,27 @@ func (a *applyRun) plan() *applyPlan {
 		a.logf(h.Name(), "plan: %s", what)
 		p.added = append(p.added, h.node)
 		p.changed = append(p.changed, h)
+	}
+	inFile := map[string]bool{}
+	for _, h := range a.hosts {
+		inFile[h.node] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(a.nodes)) {
+		if inFile[name] {
+			continue
+		}
+		h, err := madeHost(a.nodes[name])
+		switch {
+		case err != nil:
+			a.logf(name, "in the cluster, not in the file: left alone (%v)", err)
+		case h == nil:
+			a.logf(name, "in the cluster, not in the file, not made by apply: left alone")
+		case !a.o.Prune:
+			a.logf(name, "in the cluster, not in the file: left alone (--prune drains, resets and removes it)")
+		default:
+			a.logf(name, "plan: not in the file any more: drain, reset %s, delete the Node", target(h))
+			p.prune = append(p.prune, h)
+		}
 	}
 	p.uploadsTo = p.changed
 	if len(p.controlPlanes) > 0 && a.primary != nil {
@@ -687,6 +725,119 @@ func (a *applyRun) finish(ctx context.Context, p *applyPlan) error {
 		return fmt.Errorf("nodes not Ready after %s: %s", a.o.Timeout, strings.Join(notReady, ", "))
 	}
 	a.logf("", "every node is Ready (%d; waited %s); the admin kubeconfig is %s", len(want), time.Since(t).Round(time.Second), a.o.AdminKubeconfig)
+	return a.recordHosts(ctx)
+}
+
+// madeHostAnnotation, on a Node, is the host apply made it on, as the
+// cluster file had it (JSON): how --prune reaches the host once the
+// file no longer has it.
+const madeHostAnnotation = "kubeboot.io/apply-host"
+
+// madeHost is the host recorded on n; nil when apply did not make it.
+func madeHost(n *corev1.Node) (*clusterfile.Host, error) {
+	v, ok := n.Annotations[madeHostAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	h := &clusterfile.Host{}
+	if err := json.Unmarshal([]byte(v), h); err != nil {
+		return nil, fmt.Errorf("its %s annotation: %w", madeHostAnnotation, err)
+	}
+	return h, nil
+}
+
+// recordHosts writes on each Node of the file's hosts the host it runs
+// on, where it differs.
+func (a *applyRun) recordHosts(ctx context.Context) error {
+	for _, h := range a.hosts {
+		if h.err != nil {
+			continue
+		}
+		hc := *h.Host
+		hc.NodeName = h.node
+		b, err := json.Marshal(&hc)
+		if err != nil {
+			return err
+		}
+		if n, ok := a.nodes[h.node]; ok && n.Annotations[madeHostAnnotation] == string(b) {
+			continue
+		}
+		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{madeHostAnnotation: string(b)}}})
+		if err != nil {
+			return err
+		}
+		if _, err := a.client.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("%s: recording its host on the Node: %w", h.Name(), err)
+		}
+	}
+	return nil
+}
+
+// prune removes the nodes of p.prune: workers in parallel, then the
+// control planes one at a time.
+func (a *applyRun) prune(ctx context.Context, p *applyPlan) ([]string, error) {
+	var workers, cps []*clusterfile.Host
+	for _, h := range p.prune {
+		if h.Role == clusterfile.RoleControlPlane {
+			cps = append(cps, h)
+		} else {
+			workers = append(workers, h)
+		}
+	}
+	var pruned []string
+	var mu sync.Mutex
+	one := func(h *applyHost) error {
+		if err := a.pruneHost(ctx, h); err != nil {
+			return err
+		}
+		mu.Lock()
+		pruned = append(pruned, h.node)
+		mu.Unlock()
+		return nil
+	}
+	hosts := func(hs []*clusterfile.Host) []*applyHost {
+		var out []*applyHost
+		for _, h := range hs {
+			out = append(out, &applyHost{Host: h, node: h.NodeName, binary: path.Join(h.Root, "usr/local/bin/kubeboot")})
+		}
+		return out
+	}
+	errs := []error{a.each(hosts(workers), one)}
+	for _, h := range hosts(cps) {
+		errs = append(errs, a.each([]*applyHost{h}, one))
+	}
+	slices.Sort(pruned)
+	return pruned, errors.Join(errs...)
+}
+
+// pruneHost drains h's Node, resets h and deletes the Node.
+func (a *applyRun) pruneHost(ctx context.Context, h *applyHost) error {
+	t := time.Now()
+	d := &drain.Helper{Ctx: ctx, Client: a.client, Force: true, GracePeriodSeconds: -1, IgnoreAllDaemonSets: true,
+		DeleteEmptyDirData: true, Timeout: 2 * time.Minute, Out: io.Discard, ErrOut: io.Discard}
+	if n, ok := a.nodes[h.node]; ok {
+		if err := drain.RunCordonOrUncordon(d, n, true); err != nil {
+			return fmt.Errorf("cordoning %s: %w", h.node, err)
+		}
+	}
+	if err := drain.RunNodeDrain(d, h.node); err != nil {
+		return fmt.Errorf("draining %s: %w", h.node, err)
+	}
+	a.logf(h.Name(), "drained (%s)", time.Since(t).Round(100*time.Millisecond))
+	conn, err := remote.Dial(ctx, target(h.Host))
+	if err != nil {
+		return fmt.Errorf("resetting the host (the Node is left, cordoned): %w", err)
+	}
+	h.conn = conn
+	defer conn.Close()
+	if err := a.resetHost(ctx, h); err != nil {
+		return err
+	}
+	err = a.client.CoreV1().Nodes().Delete(ctx, h.node, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting the Node %s: %w", h.node, err)
+	}
+	a.logf(h.Name(), "removed from the cluster (%s)", time.Since(t).Round(100*time.Millisecond))
 	return nil
 }
 
@@ -751,36 +902,7 @@ func ResetHosts(ctx context.Context, o ResetHostsOptions) error {
 	if err := a.connect(ctx); err != nil {
 		return err
 	}
-	reset := func(h *applyHost) error {
-		have, err := h.conn.Output(ctx, "test -e "+remote.Quote(h.binary)+" && echo binary; test -d "+remote.Quote(path.Join(h.Root, "etc/kubernetes/kubeboot"))+" && echo node; true")
-		if err != nil {
-			return err
-		}
-		if strings.Contains(have, "node") {
-			if !strings.Contains(have, "binary") {
-				return fmt.Errorf("the host has a node's state but no kubeboot at %s to reset it with", h.binary)
-			}
-			t := time.Now()
-			if err := h.kubeboot(ctx, nil, "reset", "--force"); err != nil {
-				return err
-			}
-			a.logf(h.Name(), "reset (%s)", time.Since(t).Round(time.Second))
-		} else {
-			a.logf(h.Name(), "no node here: nothing to reset")
-		}
-		if strings.Contains(have, "binary") {
-			rm := "rm -f " + remote.Quote(h.binary)
-			if h.Root != "/" {
-				// The directories apply made under a root of its own.
-				rm += " && cd " + remote.Quote(h.Root) + " && rmdir -p --ignore-fail-on-non-empty usr/local/bin"
-			}
-			if _, err := h.conn.Output(ctx, rm); err != nil {
-				return err
-			}
-			a.logf(h.Name(), "removed %s", h.binary)
-		}
-		return nil
-	}
+	reset := func(h *applyHost) error { return a.resetHost(ctx, h) }
 	var workers, cps []*applyHost
 	for _, h := range a.hosts {
 		if h.Role == clusterfile.RoleControlPlane {
@@ -794,4 +916,37 @@ func ResetHosts(ctx context.Context, o ResetHostsOptions) error {
 		errs = append(errs, a.each([]*applyHost{h}, reset))
 	}
 	return errors.Join(errs...)
+}
+
+// resetHost resets h if it holds a node and removes the kubeboot binary
+// apply copied.
+func (a *applyRun) resetHost(ctx context.Context, h *applyHost) error {
+	have, err := h.conn.Output(ctx, "test -e "+remote.Quote(h.binary)+" && echo binary; test -d "+remote.Quote(path.Join(h.Root, "etc/kubernetes/kubeboot"))+" && echo node; true")
+	if err != nil {
+		return err
+	}
+	if strings.Contains(have, "node") {
+		if !strings.Contains(have, "binary") {
+			return fmt.Errorf("the host has a node's state but no kubeboot at %s to reset it with", h.binary)
+		}
+		t := time.Now()
+		if err := h.kubeboot(ctx, nil, "reset", "--force"); err != nil {
+			return err
+		}
+		a.logf(h.Name(), "reset (%s)", time.Since(t).Round(time.Second))
+	} else {
+		a.logf(h.Name(), "no node here: nothing to reset")
+	}
+	if strings.Contains(have, "binary") {
+		rm := "rm -f " + remote.Quote(h.binary)
+		if h.Root != "/" {
+			// The directories apply made under a root of its own.
+			rm += " && cd " + remote.Quote(h.Root) + " && rmdir -p --ignore-fail-on-non-empty usr/local/bin"
+		}
+		if _, err := h.conn.Output(ctx, rm); err != nil {
+			return err
+		}
+		a.logf(h.Name(), "removed %s", h.binary)
+	}
+	return nil
 }

@@ -31,7 +31,8 @@ In order, with a progress line per host and step:
 
 Hosts already in the cluster are left alone: running apply again changes
 nothing, and adds the hosts new to the file. A host removed from the file is
-left alone. A join that fails on one host leaves the others to join; apply
+left alone, unless --prune: its node is drained, the host reset over SSH (apply
+records on each Node how it reached the host) and the Node deleted. A join that fails on one host leaves the others to join; apply
 again resets what it left and joins it. Tokens and certificate keys are made
 here and given to each host's kubeboot on its standard input: none is written
 into a file on a host or printed.
@@ -61,7 +62,7 @@ sudo -n), port (22), keyPath (else the SSH agent), knownHosts
 
 func newApplyCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	var file, kubeconfigOut string
-	var dryRun bool
+	var dryRun, prune bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "apply -f CLUSTER-FILE",
@@ -69,6 +70,7 @@ func newApplyCommand(g *GlobalFlags, s Streams) *cobra.Command {
 		Long:  applyLong,
 		Example: `  kubeboot apply -f cluster.yaml             # writes cluster.kubeconfig next to it
   kubeboot apply -f cluster.yaml --dry-run   # the plan, changing nothing
+  kubeboot apply -f cluster.yaml --prune     # also removes the hosts taken out of the file
   kubeboot reset -f cluster.yaml             # every host, workers first`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -82,17 +84,22 @@ func newApplyCommand(g *GlobalFlags, s Streams) *cobra.Command {
 			if kubeconfigOut == "" {
 				kubeconfigOut = defaultKubeconfigOut(file)
 			}
-			res, err := cluster.Apply(cmd.Context(), cluster.ApplyOptions{Cluster: c, DryRun: dryRun, AdminKubeconfig: kubeconfigOut, Timeout: timeout, Out: s.Out})
+			res, err := cluster.Apply(cmd.Context(), cluster.ApplyOptions{Cluster: c, DryRun: dryRun, AdminKubeconfig: kubeconfigOut, Timeout: timeout, Prune: prune, Out: s.Out})
 			if err != nil || dryRun {
 				return err
 			}
-			fmt.Fprintf(s.Out, "\nThe cluster of %s runs: %s added, %d already there.\n\n  kubectl --kubeconfig %s get nodes\n\n", file, nodeCount(len(res.Added)), len(res.Unchanged), res.AdminKubeconfig)
+			removed := ""
+			if len(res.Pruned) > 0 {
+				removed = fmt.Sprintf(", %s removed", nodeCount(len(res.Pruned)))
+			}
+			fmt.Fprintf(s.Out, "\nThe cluster of %s runs: %s added, %d already there%s.\n\n  kubectl --kubeconfig %s get nodes\n\n", file, nodeCount(len(res.Added)), len(res.Unchanged), removed, res.AdminKubeconfig)
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "The cluster file")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "Connect to every host, read its state and print the plan; change nothing")
 	cmd.Flags().StringVar(&kubeconfigOut, "admin-kubeconfig", "", "Where to write the admin kubeconfig (default: the cluster file's name with .kubeconfig, next to it)")
+	cmd.Flags().BoolVar(&prune, "prune", false, "Remove the nodes apply made on hosts no longer in the file: drain each, reset the host over SSH (as apply reached it) and delete its Node; workers first")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "How long to wait for every node to be Ready")
 	return cmd
 }

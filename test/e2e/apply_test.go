@@ -283,13 +283,44 @@ func TestApply(t *testing.T) {
 		}
 	})
 
+	withNodes := len(hosts) // hosts with a node, for reset -f
+	t.Run("a worker taken out of the file is left alone, then pruned", func(t *testing.T) {
+		less := file("less", line("cp1", "control-plane", good), line("cp2", "control-plane", good), line("cp3", "control-plane", good), line("w1", "worker", good))
+		out, err, _ := apply("-f", less)
+		if err != nil || !strings.Contains(out, "[w2] in the cluster, not in the file: left alone (--prune") || strings.Contains(out, "drained") {
+			t.Fatalf("apply without --prune: %v\n%s", err, out)
+		}
+		if got := readyNodes(t); got != "cp1=True cp2=True cp3=True w1=True w2=True" {
+			t.Errorf("nodes after apply without --prune: %s", got)
+		}
+		out, err, took := apply("-f", less, "--prune")
+		if err != nil {
+			t.Fatalf("apply --prune: %v\n%s", err, out)
+		}
+		t.Logf("apply --prune with w2 out of the file: %s\n%s", took.Round(time.Millisecond), out)
+		for _, want := range []string{"[w2] plan: not in the file any more", "[w2] drained", "[w2] reset (", "[w2] removed from the cluster", "1 node removed"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("apply --prune did not say %q", want)
+			}
+		}
+		if got := readyNodes(t); got != "cp1=True cp2=True cp3=True w1=True" {
+			t.Errorf("nodes after --prune: %s", got)
+		}
+		if files := listAll(hosts["w2"].Root); len(files) != 0 {
+			t.Errorf("w2: --prune left %d paths: %v", len(files), files[:min(len(files), 10)])
+		}
+		withNodes--
+		// What ran on w2 runs elsewhere.
+		kubectl(t, "rollout", "status", "deployment/web", "--timeout=120s")
+	})
+
 	t.Run("reset -f leaves nothing on any host", func(t *testing.T) {
 		start := time.Now()
 		out, err := nethost.Run(op.Command(binary, "reset", "-f", all))
 		if err != nil {
 			t.Fatalf("reset -f: %v\n%s", err, out)
 		}
-		t.Logf("reset -f of 5 hosts: %s\n%s", time.Since(start).Round(time.Millisecond), out)
+		t.Logf("reset -f of %d hosts: %s\n%s", len(hosts), time.Since(start).Round(time.Millisecond), out)
 		// Workers first, the first control plane last.
 		order := []string{}
 		for _, l := range strings.Split(out, "\n") {
@@ -297,7 +328,7 @@ func TestApply(t *testing.T) {
 				order = append(order, strings.Trim(strings.Fields(l)[0], "[]"))
 			}
 		}
-		if len(order) != 5 || order[4] != "cp1" || (order[0] != "w1" && order[0] != "w2") {
+		if len(order) != withNodes || order[len(order)-1] != "cp1" || (order[0] != "w1" && order[0] != "w2") {
 			t.Errorf("reset order %v: workers first, cp1 last", order)
 		}
 		for name, h := range hosts {
