@@ -249,17 +249,15 @@ func TestRunUploadBastion(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(dest), ".*")); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
 	}
-	// A copy whose hash is not the file's (the file changed after it was
-	// hashed) does not take dest's place.
-	changed := filepath.Join(t.TempDir(), "changed")
-	if err := os.WriteFile(changed, []byte("another binary\n"), 0o644); err != nil {
+	// A file that changed after it was hashed is not copied.
+	if err := os.WriteFile(local, []byte("another binary\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Upload(ctx, LocalFile{Path: changed, SHA256: strings.Repeat("0", 64)}, dest, 0o755); err == nil || !strings.Contains(err.Error(), "sha256 is not the file's") {
-		t.Errorf("a copy with the wrong hash: %v", err)
+	if _, err := h.Upload(ctx, LocalFile{Path: local, SHA256: strings.Repeat("0", 64), Size: lf.Size, ModTime: lf.ModTime}, dest, 0o755); err == nil || !strings.Contains(err.Error(), "changed while it was being copied") {
+		t.Errorf("a file changed since it was hashed: %v", err)
 	}
 	if b2, _ := os.ReadFile(dest); !bytes.Equal(b2, a) {
-		t.Error("a copy with the wrong hash replaced dest")
+		t.Error("a file changed since it was hashed replaced dest")
 	}
 	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(dest), ".*")); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
@@ -292,5 +290,42 @@ func TestRunUploadBastion(t *testing.T) {
 	tg.KnownHosts = other
 	if _, err := Dial(ctx, tg); err == nil || !strings.Contains(err.Error(), "through the bastion") || !strings.Contains(err.Error(), "is not in") {
 		t.Errorf("an unknown bastion: %v", err)
+	}
+}
+
+// A host that accepts the connection and says nothing ends the dial at
+// the time-out, directly and through a bastion (whose forwarded
+// connection has no deadlines).
+func TestDialSilentHost(t *testing.T) {
+	keyFile, pub := clientKey(t)
+	bastionSrv := startServer(t, pub)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, silent
+		}
+	}()
+	known := filepath.Join(t.TempDir(), "known_hosts")
+	os.WriteFile(known, []byte(knownhosts.Line([]string{bastionSrv.addr}, bastionSrv.hostKey)+"\n"), 0o600)
+	host, port, _ := net.SplitHostPort(l.Addr().String())
+	p, _ := strconv.Atoi(port)
+	silent := Target{Address: host, Port: p, User: "root", KeyPath: keyFile, KnownHosts: known, Timeout: 300 * time.Millisecond}
+	bt := bastionSrv.target(t, keyFile, known)
+	through := silent
+	through.Bastion = &bt
+	for what, tg := range map[string]Target{"directly": silent, "through a bastion": through} {
+		start := time.Now()
+		_, err := Dial(context.Background(), tg)
+		if took := time.Since(start); err == nil || took > 5*time.Second {
+			t.Errorf("%s: %v after %s", what, err, took)
+		}
 	}
 }
