@@ -81,7 +81,9 @@ type ApplyResult struct {
 // kubeconfig. Hosts already in the cluster are left alone; a host whose
 // join failed is reset and joined again by the next Apply. Tokens and
 // certificate keys go to the hosts' kubeboot on its standard input:
-// none is written into a file on a host or printed.
+// none is on a command line, in a file apply writes, or printed (a join
+// keeps the token in its bootstrap-kubelet.conf, 0600, until the kubelet
+// has its certificate, as kubeadm's does).
 func Apply(ctx context.Context, o ApplyOptions) (*ApplyResult, error) {
 	if o.AdminKubeconfig == "" && !o.DryRun {
 		return nil, errors.New("no path for the admin kubeconfig")
@@ -97,7 +99,10 @@ func Apply(ctx context.Context, o ApplyOptions) (*ApplyResult, error) {
 	if err := a.readCluster(ctx); err != nil {
 		return nil, err
 	}
-	p := a.plan()
+	p, err := a.plan()
+	if err != nil {
+		return nil, fmt.Errorf("%w\nnothing was changed on any host", err)
+	}
 	if o.DryRun {
 		a.logf("", "dry run: nothing was changed on any host")
 		return &ApplyResult{Unchanged: p.unchanged}, nil
@@ -133,7 +138,8 @@ type applyHost struct {
 	// node is the Node's name; binary the kubeboot binary's path on the
 	// host.
 	node, binary string
-	// state: the host has a node's state (kubelet.conf); admin: a control
+	// state: the host has a node's state (kubelet.conf, or kubeboot's
+	// directory that reset removes); admin: a control
 	// plane's admin.conf.
 	state, admin bool
 	err          error
@@ -220,7 +226,7 @@ func (a *applyRun) connect(ctx context.Context) error {
 		}
 		h.conn = conn
 		kdir := path.Join(h.Root, "etc/kubernetes")
-		out, err := conn.Output(ctx, "uname -m; hostname; test -e "+remote.Quote(path.Join(kdir, "kubelet.conf"))+" && echo state; test -e "+remote.Quote(path.Join(kdir, "admin.conf"))+" && echo admin; true")
+		out, err := conn.Output(ctx, "uname -m; hostname; { test -e "+remote.Quote(path.Join(kdir, "kubelet.conf"))+" || test -d "+remote.Quote(path.Join(kdir, "kubeboot"))+"; } && echo state; test -e "+remote.Quote(path.Join(kdir, "admin.conf"))+" && echo admin; true")
 		if err != nil {
 			return err
 		}
@@ -240,6 +246,13 @@ func (a *applyRun) connect(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("%w\nnothing was changed on any host", err)
+	}
+	seen := map[string]*applyHost{}
+	for _, h := range a.hosts {
+		if o, dup := seen[h.node]; dup {
+			return fmt.Errorf("%s (%s) and %s (%s) would both be Node %q: give each a nodeName\nnothing was changed on any host", o.Address, o.Root, h.Address, h.Root, h.node)
+		}
+		seen[h.node] = h
 	}
 	return nil
 }
@@ -291,6 +304,11 @@ func (a *applyRun) readAdmin(ctx context.Context) error {
 				return fmt.Errorf("%s: server %q: %w", kubeconfig.AdminPath, c.Server, err)
 			}
 			c.Server = "https://" + net.JoinHostPort(h.Address, port)
+			if h.Address != advertised(h.Host) {
+				// The API server's certificate names the address it
+				// advertises, not the one it is reached at.
+				c.TLSServerName = advertised(h.Host)
+			}
 		}
 	}
 	if a.admin, err = clientcmd.Write(*kc); err != nil {
@@ -329,7 +347,7 @@ type applyPlan struct {
 }
 
 // plan decides, and prints, what happens to each host.
-func (a *applyRun) plan() *applyPlan {
+func (a *applyRun) plan() (*applyPlan, error) {
 	p := &applyPlan{}
 	for _, h := range a.hosts {
 		if _, member := a.nodes[h.node]; member {
@@ -347,8 +365,17 @@ func (a *applyRun) plan() *applyPlan {
 			p.workers, what = append(p.workers, h), "join as a worker"
 		}
 		if h.state {
+			// A host apply would reset must not be a node of the
+			// cluster under another name (a nodeName changed in the file,
+			// or a hostname): reset would take a working node down.
+			if h == a.primary {
+				return nil, fmt.Errorf("%s holds the cluster's admin kubeconfig but the cluster has no Node %q: was its nodeName or hostname changed? apply does not rename nodes: put the old name back", h.Name(), h.node)
+			}
+			if n := a.nodeAt(advertised(h.Host)); n != "" {
+				return nil, fmt.Errorf("%s has a node's state and its address is Node %q's, not %q's: was its nodeName or hostname changed? apply does not rename nodes: put the old name back, or take the node out with reset first", h.Name(), n, h.node)
+			}
 			p.resets = append(p.resets, h)
-			what = "reset what a failed run left (" + path.Join(h.Root, "etc/kubernetes/kubelet.conf") + "), then " + what
+			what = "reset what a failed run left (" + path.Join(h.Root, "etc/kubernetes") + "), then " + what
 		}
 		a.logf(h.Name(), "plan: %s", what)
 		p.added = append(p.added, h.node)
@@ -363,6 +390,14 @@ func (a *applyRun) plan() *applyPlan {
 			continue
 		}
 		h, err := madeHost(a.nodes[name])
+		if h != nil {
+			h.NodeName = name // the Node's own name, not what its annotation says
+			for _, fh := range a.hosts {
+				if fh.Address == h.Address && fh.Root == h.Root {
+					err = fmt.Errorf("its recorded host %s is %s of the file", h.Address, fh.Name())
+				}
+			}
+		}
 		switch {
 		case err != nil:
 			a.logf(name, "in the cluster, not in the file: left alone (%v)", err)
@@ -380,7 +415,19 @@ func (a *applyRun) plan() *applyPlan {
 		// The certificate key is uploaded on the primary, with kubeboot.
 		p.uploadsTo = append([]*applyHost{a.primary}, p.uploadsTo...)
 	}
-	return p
+	return p, nil
+}
+
+// nodeAt is the Node whose internal address is ip, if any.
+func (a *applyRun) nodeAt(ip string) string {
+	for name, n := range a.nodes {
+		for _, addr := range n.Status.Addresses {
+			if addr.Type == corev1.NodeInternalIP && addr.Address == ip {
+				return name
+			}
+		}
+	}
+	return ""
 }
 
 // run carries the plan out.
@@ -701,6 +748,9 @@ func (a *applyRun) finish(ctx context.Context, p *applyPlan) error {
 	if err := os.WriteFile(a.o.AdminKubeconfig, a.admin, 0o600); err != nil {
 		return err
 	}
+	if err := os.Chmod(a.o.AdminKubeconfig, 0o600); err != nil { // a file that was there keeps its mode otherwise
+		return err
+	}
 	var want []string
 	for _, h := range a.hosts {
 		if h.err == nil {
@@ -708,10 +758,10 @@ func (a *applyRun) finish(ctx context.Context, p *applyPlan) error {
 		}
 	}
 	t := time.Now()
-	var notReady []string
+	notReady, listErr := want, error(nil)
 	err := wait.PollUntilContextTimeout(ctx, time.Second, a.o.Timeout, true, func(ctx context.Context) (bool, error) {
 		list, err := a.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err != nil {
+		if listErr = err; err != nil {
 			return false, nil
 		}
 		ready := map[string]bool{}
@@ -721,7 +771,12 @@ func (a *applyRun) finish(ctx context.Context, p *applyPlan) error {
 		notReady = slices.DeleteFunc(slices.Clone(want), func(n string) bool { return ready[n] })
 		return len(notReady) == 0, nil
 	})
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil && listErr != nil:
+		return fmt.Errorf("nodes not Ready after %s (%s): listing them through %s: %w", a.o.Timeout, strings.Join(notReady, ", "), a.primary.Name(), listErr)
+	case err != nil:
 		return fmt.Errorf("nodes not Ready after %s: %s", a.o.Timeout, strings.Join(notReady, ", "))
 	}
 	a.logf("", "every node is Ready (%d; waited %s); the admin kubeconfig is %s", len(want), time.Since(t).Round(time.Second), a.o.AdminKubeconfig)
@@ -816,11 +871,11 @@ func (a *applyRun) pruneHost(ctx context.Context, h *applyHost) error {
 	d := &drain.Helper{Ctx: ctx, Client: a.client, Force: true, GracePeriodSeconds: -1, IgnoreAllDaemonSets: true,
 		DeleteEmptyDirData: true, Timeout: 2 * time.Minute, Out: io.Discard, ErrOut: io.Discard}
 	if n, ok := a.nodes[h.node]; ok {
-		if err := drain.RunCordonOrUncordon(d, n, true); err != nil {
+		if err := drain.RunCordonOrUncordon(d, n, true); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("cordoning %s: %w", h.node, err)
 		}
 	}
-	if err := drain.RunNodeDrain(d, h.node); err != nil {
+	if err := drain.RunNodeDrain(d, h.node); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("draining %s: %w", h.node, err)
 	}
 	a.logf(h.Name(), "drained (%s)", time.Since(t).Round(100*time.Millisecond))
@@ -830,7 +885,9 @@ func (a *applyRun) pruneHost(ctx context.Context, h *applyHost) error {
 	}
 	h.conn = conn
 	defer conn.Close()
-	if err := a.resetHost(ctx, h); err != nil {
+	// A worker's reset needs no care; a control plane's removes its etcd
+	// member, which reset refuses where it could cost the quorum.
+	if err := a.resetHost(ctx, h, h.Role != clusterfile.RoleControlPlane); err != nil {
 		return err
 	}
 	err = a.client.CoreV1().Nodes().Delete(ctx, h.node, metav1.DeleteOptions{})
@@ -902,7 +959,7 @@ func ResetHosts(ctx context.Context, o ResetHostsOptions) error {
 	if err := a.connect(ctx); err != nil {
 		return err
 	}
-	reset := func(h *applyHost) error { return a.resetHost(ctx, h) }
+	reset := func(h *applyHost) error { return a.resetHost(ctx, h, true) }
 	var workers, cps []*applyHost
 	for _, h := range a.hosts {
 		if h.Role == clusterfile.RoleControlPlane {
@@ -919,8 +976,10 @@ func ResetHosts(ctx context.Context, o ResetHostsOptions) error {
 }
 
 // resetHost resets h if it holds a node and removes the kubeboot binary
-// apply copied.
-func (a *applyRun) resetHost(ctx context.Context, h *applyHost) error {
+// apply copied. Unless force, reset keeps its etcd safety checks (it
+// refuses to remove a member from an unhealthy cluster or one of two
+// members), its prompt answered here.
+func (a *applyRun) resetHost(ctx context.Context, h *applyHost, force bool) error {
 	have, err := h.conn.Output(ctx, "test -e "+remote.Quote(h.binary)+" && echo binary; test -d "+remote.Quote(path.Join(h.Root, "etc/kubernetes/kubeboot"))+" && echo node; true")
 	if err != nil {
 		return err
@@ -930,7 +989,13 @@ func (a *applyRun) resetHost(ctx context.Context, h *applyHost) error {
 			return fmt.Errorf("the host has a node's state but no kubeboot at %s to reset it with", h.binary)
 		}
 		t := time.Now()
-		if err := h.kubeboot(ctx, nil, "reset", "--force"); err != nil {
+		var err error
+		if force {
+			err = h.kubeboot(ctx, nil, "reset", "--force")
+		} else {
+			err = h.kubeboot(ctx, []byte("y\n"), "reset")
+		}
+		if err != nil {
 			return err
 		}
 		a.logf(h.Name(), "reset (%s)", time.Since(t).Round(time.Second))

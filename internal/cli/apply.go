@@ -34,8 +34,10 @@ nothing, and adds the hosts new to the file. A host removed from the file is
 left alone, unless --prune: its node is drained, the host reset over SSH (apply
 records on each Node how it reached the host) and the Node deleted. A join that fails on one host leaves the others to join; apply
 again resets what it left and joins it. Tokens and certificate keys are made
-here and given to each host's kubeboot on its standard input: none is written
-into a file on a host or printed.
+here and given to each host's kubeboot on its standard input: none is on a
+command line, in a file apply writes, or printed (a join keeps the token in its
+bootstrap-kubelet.conf, 0600, until the kubelet has its certificate, as
+kubeadm's does).
 
 The file (apiVersion kubeboot.io/v1alpha1, kind Cluster):
 
