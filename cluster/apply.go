@@ -142,7 +142,9 @@ type applyHost struct {
 	// directory that reset removes); admin: a control
 	// plane's admin.conf.
 	state, admin bool
-	err          error
+	// ca is the sha256 of the cluster CA the host has, if any.
+	ca  string
+	err error
 }
 
 func newApplyRun(o ApplyOptions) (*applyRun, error) {
@@ -236,6 +238,9 @@ func (a *applyRun) connect(ctx context.Context) error {
 		}
 		if want := goarchUname[runtime.GOARCH]; lines[0] != want {
 			return fmt.Errorf("the host is %s, this kubeboot binary is for %s (%s)", lines[0], runtime.GOARCH, want)
+		}
+		if h.ca, err = conn.FileSHA256(ctx, path.Join(h.Root, a.certDir(), "ca.crt")); err != nil {
+			return err
 		}
 		if h.node == "" {
 			h.node = strings.ToLower(lines[1])
@@ -370,6 +375,9 @@ func (a *applyRun) plan() (*applyPlan, error) {
 			// or a hostname): reset would take a working node down.
 			if h == a.primary {
 				return nil, fmt.Errorf("%s holds the cluster's admin kubeconfig but the cluster has no Node %q: was its nodeName or hostname changed? apply does not rename nodes: put the old name back", h.Name(), h.node)
+			}
+			if a.primary != nil && h.ca != "" && h.ca != a.primary.ca {
+				return nil, fmt.Errorf("%s has the state of a node of another cluster (its CA is not this cluster's): apply does not take a node over; reset it there first", h.Name())
 			}
 			if n := a.nodeAt(advertised(h.Host)); n != "" {
 				return nil, fmt.Errorf("%s has a node's state and its address is Node %q's, not %q's: was its nodeName or hostname changed? apply does not rename nodes: put the old name back, or take the node out with reset first", h.Name(), n, h.node)
@@ -565,6 +573,14 @@ func (a *applyRun) preflightHost(ctx context.Context, p *applyPlan, h *applyHost
 	return nil
 }
 
+// certDir is where the cluster's certificates are on a host (a node path).
+func (a *applyRun) certDir() string {
+	if kc := a.o.Cluster.KubeadmConfig; kc != nil && kc.Cluster != nil && kc.Cluster.CertificatesDir != "" {
+		return kc.Cluster.CertificatesDir
+	}
+	return config.DefaultCertificatesDir
+}
+
 // controlPlaneEndpoint is the file's ClusterConfiguration's.
 func (a *applyRun) controlPlaneEndpoint() string {
 	if kc := a.o.Cluster.KubeadmConfig; kc != nil && kc.Cluster != nil {
@@ -702,11 +718,7 @@ func (a *applyRun) uploadCerts(ctx context.Context, certKey string) error {
 // primary, pinned.
 func (a *applyRun) joinCommand(ctx context.Context, token, certKey string) (JoinCommand, error) {
 	h := a.primary
-	certDir := config.DefaultCertificatesDir
-	if kc := a.o.Cluster.KubeadmConfig; kc != nil && kc.Cluster != nil && kc.Cluster.CertificatesDir != "" {
-		certDir = kc.Cluster.CertificatesDir
-	}
-	b, err := h.conn.Output(ctx, "cat "+remote.Quote(path.Join(h.Root, certDir, "ca.crt")))
+	b, err := h.conn.Output(ctx, "cat "+remote.Quote(path.Join(h.Root, a.certDir(), "ca.crt")))
 	if err != nil {
 		return JoinCommand{}, fmt.Errorf("%s: reading the cluster CA: %w", h.Name(), err)
 	}
