@@ -138,7 +138,8 @@ func run(runs int) error {
 		if !shape.ok(ratio) {
 			verdict = "NOT met"
 		}
-		fmt.Printf("%s: apply %s, by hand %s (medians of %d): %.2fx (goal %s: %s)\n\n", shape.name, a.Round(100*time.Millisecond), h.Round(100*time.Millisecond), runs, ratio, shape.goal, verdict)
+		fmt.Printf("%s: apply %s, by hand %s (medians of %d; runs: apply %s, by hand %s): %.2fx (goal %s: %s)\n\n", shape.name, a.Round(100*time.Millisecond), h.Round(100*time.Millisecond), runs,
+			rounded(apply), rounded(hand), ratio, shape.goal, verdict)
 	}
 	return nil
 }
@@ -269,4 +270,12 @@ func (b *bench) apply(hosts []*host, name string) (time.Duration, error) {
 	}
 	fmt.Printf("  reset -f, %d hosts: %s\n", len(hosts), time.Since(t).Round(100*time.Millisecond))
 	return took, nil
+}
+
+func rounded(ds []time.Duration) string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Round(100*time.Millisecond).String())
+	}
+	return strings.Join(out, " ")
 }
