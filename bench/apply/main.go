@@ -1,9 +1,10 @@
 // Command apply measures `kubeboot apply`: the time from `apply -f` to
 // every node Ready, for 1 control plane + 2 workers and for 3 control
 // planes + 2 workers, next to the same init and joins run by hand, one
-// after another, on the same hosts (each host's kubeboot run in it, no
-// SSH, the binary already there) until every node is Ready; and prints
-// apply's time as a ratio of the hand-run one. Every host is a
+// after another, on the same hosts (each host's own copy of kubeboot, as
+// apply leaves it, put there before the clock starts; run in the host, no
+// SSH) until every node is Ready; and prints apply's time as a ratio of
+// the hand-run one. Every host is a
 // network-namespace host running Debian's sshd on its own address;
 // apply runs from an operator's host on the same bridge and copies the
 // binary to each host (reset -f removes it again).
@@ -165,8 +166,15 @@ func (b *bench) close() {
 	os.RemoveAll(b.dir)
 }
 
+// kb runs the host's own copy of kubeboot (as apply copies it; not the
+// one file every host here could share, whose pages would be shared and
+// warm) when it has one.
 func kb(h *host, args ...string) (string, error) {
-	out, err := nethost.Run(h.Kubeboot(args...))
+	cmd := h.Kubeboot(args...)
+	if own := filepath.Join(h.Root, "usr/local/bin/kubeboot"); fileExists(own) {
+		cmd = h.Command(own, append([]string{"--root", h.Root}, args...)...)
+	}
+	out, err := nethost.Run(cmd)
 	if err != nil {
 		return out, fmt.Errorf("%s: kubeboot %s: %v\n%s", h.name, strings.Join(args, " "), err, out)
 	}
@@ -178,6 +186,18 @@ func kb(h *host, args ...string) (string, error) {
 // returns the time from init's start to every node Ready. It resets the
 // hosts afterwards (not timed).
 func (b *bench) byHand(hosts []*host) (time.Duration, error) {
+	// The binary is on every host already, each its own copy, as apply
+	// leaves it (copied before the clock starts, removed after).
+	for _, h := range hosts {
+		if err := copyFile(b.bin, filepath.Join(h.Root, "usr/local/bin/kubeboot")); err != nil {
+			return 0, err
+		}
+	}
+	defer func() {
+		for _, h := range hosts {
+			os.Remove(filepath.Join(h.Root, "usr/local/bin/kubeboot"))
+		}
+	}()
 	cp1, multi := hosts[0], false
 	for _, h := range hosts[1:] {
 		multi = multi || h.role == "control-plane"
@@ -229,7 +249,7 @@ var readyCount = regexp.MustCompile(`=True\b`)
 func (b *bench) waitReady(cp1 *host, n int) error {
 	admin := filepath.Join(cp1.Root, "etc/kubernetes/admin.conf")
 	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(time.Second) {
-		out, err := nethost.Run(cp1.Command(b.bin, "kubectl", "--kubeconfig", admin, "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status} {end}`))
+		out, err := nethost.Run(cp1.Command(filepath.Join(cp1.Root, "usr/local/bin/kubeboot"), "kubectl", "--kubeconfig", admin, "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name}={.status.conditions[?(@.type=="Ready")].status} {end}`))
 		if err == nil && len(readyCount.FindAllString(out, -1)) == n {
 			return nil
 		}
@@ -278,4 +298,21 @@ func rounded(ds []time.Duration) string {
 		out = append(out, d.Round(100*time.Millisecond).String())
 	}
 	return strings.Join(out, " ")
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// copyFile copies src to dst (0755), making dst's directory.
+func copyFile(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o755)
 }
