@@ -167,9 +167,34 @@ func newApplyRun(o ApplyOptions) (*applyRun, error) {
 	a := &applyRun{o: o}
 	for i := range o.Cluster.Hosts {
 		h := &o.Cluster.Hosts[i]
-		a.hosts = append(a.hosts, &applyHost{Host: h, node: h.NodeName, binary: path.Join(h.Root, "usr/local/bin/kubeboot")})
+		a.hosts = append(a.hosts, newApplyHost(h))
 	}
 	return a, nil
+}
+
+// newApplyHost is h as apply reaches it; its node name is read from the
+// host at connect when the file gives none.
+func newApplyHost(h *clusterfile.Host) *applyHost {
+	return &applyHost{Host: h, node: h.NodeName, binary: path.Join(h.Root, "usr/local/bin/kubeboot")}
+}
+
+// workersThenControlPlanes runs f on the workers of hosts in parallel,
+// then on the control planes one at a time, in the order given; it
+// returns every error.
+func (a *applyRun) workersThenControlPlanes(hosts []*applyHost, f func(h *applyHost) error) error {
+	var workers, cps []*applyHost
+	for _, h := range hosts {
+		if h.Role == clusterfile.RoleControlPlane {
+			cps = append(cps, h)
+		} else {
+			workers = append(workers, h)
+		}
+	}
+	errs := []error{a.each(workers, f)}
+	for _, h := range cps {
+		errs = append(errs, a.each([]*applyHost{h}, f))
+	}
+	return errors.Join(errs...)
 }
 
 func (a *applyRun) close() {
@@ -624,6 +649,23 @@ func (a *applyRun) documents() (*config.Config, error) {
 // initDocuments are the documents init runs with on h: the file's, with
 // the host's registration, the token and the certificate key.
 func (a *applyRun) initDocuments(h *applyHost, token, certKey string) ([]byte, error) {
+	c, err := a.initConfig(h, certKey)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := bootstraptokenv1.NewBootstrapTokenString(token)
+	if err != nil {
+		return nil, err
+	}
+	c.Init.BootstrapTokens = []bootstraptokenv1.BootstrapToken{{Token: tok, TTL: &metav1.Duration{Duration: 2 * time.Hour},
+		Description: "made by kubeboot apply for the hosts of " + filepath.Base(a.o.Cluster.Source),
+		Usages:      []string{"signing", "authentication"}, Groups: []string{"system:bootstrappers:kubeadm:default-node-token"}}}
+	return c.Marshal()
+}
+
+// initConfig is the file's documents with the InitConfiguration of h: its
+// registration, its advertise address and the certificate key.
+func (a *applyRun) initConfig(h *applyHost, certKey string) (*config.Config, error) {
 	c, err := a.documents()
 	if err != nil {
 		return nil, err
@@ -633,15 +675,8 @@ func (a *applyRun) initDocuments(h *applyHost, token, certKey string) ([]byte, e
 	}
 	c.Init.NodeRegistration.Name = h.node
 	c.Init.LocalAPIEndpoint.AdvertiseAddress = advertised(h.Host)
-	tok, err := bootstraptokenv1.NewBootstrapTokenString(token)
-	if err != nil {
-		return nil, err
-	}
-	c.Init.BootstrapTokens = []bootstraptokenv1.BootstrapToken{{Token: tok, TTL: &metav1.Duration{Duration: 2 * time.Hour},
-		Description: "made by kubeboot apply for the hosts of " + filepath.Base(a.o.Cluster.Source),
-		Usages:      []string{"signing", "authentication"}, Groups: []string{"system:bootstrappers:kubeadm:default-node-token"}}}
 	c.Init.CertificateKey = certKey
-	return c.Marshal()
+	return c, nil
 }
 
 // joinDocuments is the JoinConfiguration h joins with. checksOnly makes
@@ -693,16 +728,10 @@ func (a *applyRun) adminFile() (string, error) {
 // encrypted with certKey, for the control planes that join.
 func (a *applyRun) uploadCerts(ctx context.Context, certKey string) error {
 	h := a.primary
-	c, err := a.documents()
+	c, err := a.initConfig(h, certKey)
 	if err != nil {
 		return err
 	}
-	if c.Init == nil {
-		c.Init = &kubeadmv1.InitConfiguration{}
-	}
-	c.Init.NodeRegistration.Name = h.node
-	c.Init.LocalAPIEndpoint.AdvertiseAddress = advertised(h.Host)
-	c.Init.CertificateKey = certKey
 	doc, err := c.Marshal()
 	if err != nil {
 		return err
@@ -843,14 +872,6 @@ func (a *applyRun) recordHosts(ctx context.Context) error {
 // prune removes the nodes of p.prune: workers in parallel, then the
 // control planes one at a time.
 func (a *applyRun) prune(ctx context.Context, p *applyPlan) ([]string, error) {
-	var workers, cps []*clusterfile.Host
-	for _, h := range p.prune {
-		if h.Role == clusterfile.RoleControlPlane {
-			cps = append(cps, h)
-		} else {
-			workers = append(workers, h)
-		}
-	}
 	var pruned []string
 	var mu sync.Mutex
 	one := func(h *applyHost) error {
@@ -862,19 +883,13 @@ func (a *applyRun) prune(ctx context.Context, p *applyPlan) ([]string, error) {
 		mu.Unlock()
 		return nil
 	}
-	hosts := func(hs []*clusterfile.Host) []*applyHost {
-		var out []*applyHost
-		for _, h := range hs {
-			out = append(out, &applyHost{Host: h, node: h.NodeName, binary: path.Join(h.Root, "usr/local/bin/kubeboot")})
-		}
-		return out
+	var hosts []*applyHost
+	for _, h := range p.prune {
+		hosts = append(hosts, newApplyHost(h))
 	}
-	errs := []error{a.each(hosts(workers), one)}
-	for _, h := range hosts(cps) {
-		errs = append(errs, a.each([]*applyHost{h}, one))
-	}
+	err := a.workersThenControlPlanes(hosts, one)
 	slices.Sort(pruned)
-	return pruned, errors.Join(errs...)
+	return pruned, err
 }
 
 // pruneHost drains h's Node, resets h and deletes the Node.
@@ -971,20 +986,10 @@ func ResetHosts(ctx context.Context, o ResetHostsOptions) error {
 	if err := a.connect(ctx); err != nil {
 		return err
 	}
-	reset := func(h *applyHost) error { return a.resetHost(ctx, h, true) }
-	var workers, cps []*applyHost
-	for _, h := range a.hosts {
-		if h.Role == clusterfile.RoleControlPlane {
-			cps = append([]*applyHost{h}, cps...)
-		} else {
-			workers = append(workers, h)
-		}
-	}
-	errs := []error{a.each(workers, reset)}
-	for _, h := range cps {
-		errs = append(errs, a.each([]*applyHost{h}, reset))
-	}
-	return errors.Join(errs...)
+	// The first control plane last.
+	hosts := slices.Clone(a.hosts)
+	slices.Reverse(hosts)
+	return a.workersThenControlPlanes(hosts, func(h *applyHost) error { return a.resetHost(ctx, h, true) })
 }
 
 // resetHost resets h if it holds a node and removes the kubeboot binary
