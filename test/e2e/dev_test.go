@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,24 +19,6 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/images"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
-
-// lockedBuffer collects a running command's output.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // processesNaming lists the live processes whose command line names s.
 func processesNaming(s string) []int {
@@ -97,7 +78,7 @@ func TestDevUp(t *testing.T) {
 	os.Chmod(bin, 0o755)
 	cmd := h.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", bin, "dev", "up", "--mode", "control-plane", "--node-name", "dev")
 	cmd.Env = []string{"HOME=" + home, "PATH=" + os.Getenv("PATH")}
-	var out lockedBuffer
+	var out nethost.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	if err := nethost.Start(cmd); err != nil {
@@ -188,7 +169,7 @@ func TestDevUp(t *testing.T) {
 	t.Run("a node joins", func(t *testing.T) {
 		nodeRoot := filepath.Join(t.TempDir(), "node")
 		n := h.Command(h.Binary, "--root", nodeRoot, "dev", "up", "--mode", "node", "--control-plane-root", root, "--node-name", "devnode")
-		var nout lockedBuffer
+		var nout nethost.LockedBuffer
 		n.Stdout, n.Stderr = &nout, &nout
 		start := time.Now()
 		if err := nethost.Start(n); err != nil {
@@ -291,7 +272,7 @@ func TestDevSwap(t *testing.T) {
 
 	// The swap waits for our process to answer the probe.
 	swap := h.Kubeboot("dev", "swap", "kube-scheduler")
-	var swapOut lockedBuffer
+	var swapOut nethost.LockedBuffer
 	swap.Stdout, swap.Stderr = &swapOut, &swapOut
 	if err := nethost.Start(swap); err != nil {
 		t.Fatal(err)
@@ -337,7 +318,7 @@ func TestDevSwap(t *testing.T) {
 	mine := h.Command("sh", "-c", script)
 	mine.Env = []string{"PATH=" + bin + ":" + os.Getenv("PATH")}
 	mine.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var mineOut lockedBuffer
+	var mineOut nethost.LockedBuffer
 	mine.Stdout, mine.Stderr = &mineOut, &mineOut
 	if err := nethost.Start(mine); err != nil {
 		t.Fatal(err)
@@ -373,7 +354,7 @@ func TestDevSwap(t *testing.T) {
 
 	// With --wait, Ctrl-C hands the slot back.
 	w := h.Kubeboot("dev", "swap", "--wait", "kube-scheduler")
-	var wOut lockedBuffer
+	var wOut nethost.LockedBuffer
 	w.Stdout, w.Stderr = &wOut, &wOut
 	if err := nethost.Start(w); err != nil {
 		t.Fatal(err)
@@ -407,13 +388,13 @@ func TestDevSwap(t *testing.T) {
 // devUpRun is a running `kubeboot dev up`.
 type devUpRun struct {
 	cmd    *exec.Cmd
-	out    *lockedBuffer
+	out    *nethost.LockedBuffer
 	exited chan error
 }
 
 func startDevUp(t *testing.T, h *nethost.Host, args ...string) *devUpRun {
 	t.Helper()
-	r := &devUpRun{cmd: h.Command(h.Binary, append([]string{"dev", "up"}, args...)...), out: &lockedBuffer{}, exited: make(chan error, 1)}
+	r := &devUpRun{cmd: h.Command(h.Binary, append([]string{"dev", "up"}, args...)...), out: &nethost.LockedBuffer{}, exited: make(chan error, 1)}
 	r.cmd.Stdout, r.cmd.Stderr = r.out, r.out
 	if err := nethost.Start(r.cmd); err != nil {
 		t.Fatal(err)

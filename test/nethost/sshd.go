@@ -23,24 +23,26 @@ type SSHD struct {
 	// Key is its host key.
 	Key ssh.PublicKey
 	cmd *exec.Cmd
-	log *syncBuffer
+	log *LockedBuffer
 }
 
-type syncBuffer struct {
+// LockedBuffer collects a running command's output, written and read
+// from several goroutines.
+type LockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
+func (l *LockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+func (l *LockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // PrivsepDir is the directory sshd needs to exist (Debian's unit makes
@@ -79,7 +81,7 @@ PidFile none
 `, h.IP, hostKey, authorized)), 0o600); err != nil {
 		return nil, err
 	}
-	s := &SSHD{log: &syncBuffer{}}
+	s := &SSHD{log: &LockedBuffer{}}
 	if s.Key, err = ssh.NewPublicKey(pub); err != nil {
 		return nil, err
 	}

@@ -34,15 +34,7 @@ func TestApplyTwoVMs(t *testing.T) {
 	if len(deb) != 1 {
 		t.Fatalf("sudo's package: %v", deb)
 	}
-	// As TestTwoNodes: one at a time, the worker with one vCPU.
-	cp := boot(t, script, "kbcp", "10.231.0.31", 0)
-	if cp == nil {
-		t.FailNow()
-	}
-	w := boot(t, script, "kbworker", "10.231.0.32", 1)
-	if w == nil {
-		t.FailNow()
-	}
+	cp, w := bootControlPlaneAndWorker(t, script)
 	w.Push(deb[0], "/root/sudo.deb")
 	w.MustRun(2*time.Minute, `
 dpkg -i /root/sudo.deb >/dev/null && rm /root/sudo.deb

@@ -64,20 +64,7 @@ func TestTwoNodes(t *testing.T) {
 		t.Skip("two VMs run with KUBEBOOT_VM=2 (by hand: ~20 minutes under emulation)")
 	}
 	ensureBase(t, script)
-	// One after the other: vm.sh's up is not safe to run twice at once
-	// (both rewrite the bridge's DNS hosts file). The worker gets one
-	// vCPU (kubeadm asks two of control planes only): four emulated vCPUs
-	// on this machine's two cores left the control plane's API server so
-	// slow that the controller-manager lost its lease again and again and
-	// no Service got endpoints.
-	cp := boot(t, script, "kbcp", "10.231.0.31", 0)
-	if cp == nil {
-		t.FailNow()
-	}
-	w := boot(t, script, "kbworker", "10.231.0.32", 1)
-	if w == nil {
-		t.FailNow()
-	}
+	cp, w := bootControlPlaneAndWorker(t, script)
 	cp.Push(binary, "/usr/local/bin/kubeboot")
 	w.Push(binary, "/usr/local/bin/kubeboot")
 	before := w.MustRun(2*time.Minute, snapshot)

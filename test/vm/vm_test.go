@@ -239,3 +239,21 @@ func diffLines(before, after string) (added, gone []string) {
 	}
 	return added, gone
 }
+
+// bootControlPlaneAndWorker boots kbcp and kbworker for a two-VM test.
+// One after the other: vm.sh's up is not safe to run twice at once (both
+// rewrite the bridge's DNS hosts file). The worker gets one vCPU (kubeadm
+// asks two of control planes only): four emulated vCPUs on this
+// machine's two cores left the control plane's API server so slow that
+// the controller-manager lost its lease again and again and no Service
+// got endpoints.
+func bootControlPlaneAndWorker(t *testing.T, script string) (cp, w *VM) {
+	t.Helper()
+	if cp = boot(t, script, "kbcp", "10.231.0.31", 0); cp == nil {
+		t.FailNow()
+	}
+	if w = boot(t, script, "kbworker", "10.231.0.32", 1); w == nil {
+		t.FailNow()
+	}
+	return cp, w
+}
