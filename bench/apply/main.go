@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 
@@ -202,7 +203,7 @@ func (b *bench) byHand(hosts []*host) (time.Duration, error) {
 	for _, h := range hosts[1:] {
 		multi = multi || h.role == "control-plane"
 	}
-	start := time.Now()
+	start, busy := time.Now(), benchutil.BusyCPU()
 	args := []string{"init", "--node-name", cp1.name, "--apiserver-advertise-address", cp1.IP, "--token", token, "--pod-network-cidr", podCIDR}
 	if multi {
 		args = append(args, "--upload-certs", "--certificate-key", certKey)
@@ -232,7 +233,7 @@ func (b *bench) byHand(hosts []*host) (time.Duration, error) {
 		return 0, err
 	}
 	took := time.Since(start)
-	fmt.Printf("  by hand, %d hosts: every node Ready %s after init's start (%s, then Ready %s later)\n", len(hosts), took.Round(100*time.Millisecond), strings.Join(steps, ", "), time.Since(t).Round(100*time.Millisecond))
+	fmt.Printf("  by hand, %d hosts: every node Ready %s after init's start (%s, then Ready %s later); %s\n", len(hosts), took.Round(100*time.Millisecond), strings.Join(steps, ", "), time.Since(t).Round(100*time.Millisecond), cpuUse(busy, took))
 	// Reset as an operator would: workers first, the first control plane last.
 	for i := len(hosts) - 1; i >= 0; i-- {
 		if _, err := kb(hosts[i], "reset", "--force"); err != nil {
@@ -271,9 +272,10 @@ func (b *bench) apply(hosts []*host, name string) (time.Duration, error) {
 	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
 		return 0, err
 	}
-	start := time.Now()
+	start, busy := time.Now(), benchutil.BusyCPU()
 	out, err := nethost.Run(b.op.Command(b.bin, "apply", "-f", file))
 	took := time.Since(start)
+	use := cpuUse(busy, took)
 	if err != nil {
 		return 0, fmt.Errorf("%v\n%s", err, out)
 	}
@@ -283,13 +285,22 @@ func (b *bench) apply(hosts []*host, name string) (time.Duration, error) {
 			steps = append(steps, strings.TrimSpace(l))
 		}
 	}
-	fmt.Printf("  apply, %d hosts: every node Ready %s after its start\n    %s\n", len(hosts), took.Round(100*time.Millisecond), strings.Join(steps, "\n    "))
+	fmt.Printf("  apply, %d hosts: every node Ready %s after its start; %s\n    %s\n", len(hosts), took.Round(100*time.Millisecond), use, strings.Join(steps, "\n    "))
 	t := time.Now()
 	if out, err := nethost.Run(b.op.Command(b.bin, "reset", "-f", file)); err != nil {
 		return 0, fmt.Errorf("reset -f: %v\n%s", err, out)
 	}
 	fmt.Printf("  reset -f, %d hosts: %s\n", len(hosts), time.Since(t).Round(100*time.Millisecond))
 	return took, nil
+}
+
+// cpuUse says how much CPU the whole machine used since busy was read,
+// took ago, and how much of its cores that is: where every host shares
+// the same cores, work run in parallel (apply's) can only win the time
+// the serial run (by hand) leaves the cores idle.
+func cpuUse(busy, took time.Duration) string {
+	used := benchutil.BusyCPU() - busy
+	return fmt.Sprintf("CPU %s, %.0f%% of the machine's %d cores", used.Round(100*time.Millisecond), 100*used.Seconds()/(took.Seconds()*float64(runtime.NumCPU())), runtime.NumCPU())
 }
 
 func rounded(ds []time.Duration) string {
