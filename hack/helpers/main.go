@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/kubeboot/kubeboot/pkg/helpers"
 )
@@ -30,10 +32,16 @@ var packages = map[string]string{
 	// Not per pod, but the one file of an image, kept small too.
 	helpers.TestServer: "github.com/kubeboot/kubeboot/cmd/test-server",
 	helpers.CoreDNS:    "github.com/kubeboot/kubeboot/cmd/coredns",
-	"bridge":           "github.com/containernetworking/plugins/plugins/main/bridge",
-	"host-local":       "github.com/containernetworking/plugins/plugins/ipam/host-local",
-	"portmap":          "github.com/containernetworking/plugins/plugins/meta/portmap",
+	// The storage add-on: upstream's main package is its module's root.
+	helpers.LocalPathProvisioner: "github.com/rancher/local-path-provisioner",
+	helpers.LocalPathHelper:      "github.com/kubeboot/kubeboot/cmd/local-path-helper",
+	"bridge":                     "github.com/containernetworking/plugins/plugins/main/bridge",
+	"host-local":                 "github.com/containernetworking/plugins/plugins/ipam/host-local",
+	"portmap":                    "github.com/containernetworking/plugins/plugins/meta/portmap",
 }
+
+// buildAlone names the helpers that cannot share a go build with the others.
+var buildAlone = map[string]bool{helpers.LocalPathProvisioner: true}
 
 func main() {
 	out := flag.String("o", "pkg/helpers/bin", "directory to write the compressed helpers and their manifest to")
@@ -63,19 +71,40 @@ func run(out string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	pkgs := make([]string, 0, len(packages))
+	// go build rejects one build whose packages import one path in two
+	// casings: local-path-provisioner imports github.com/Sirupsen/logrus,
+	// containerd github.com/sirupsen/logrus. Those built alone get their own
+	// go build; all go builds run at once.
+	var together []string
+	builds := [][]string{}
 	for _, name := range sortedKeys(packages) {
-		pkgs = append(pkgs, packages[name])
+		if buildAlone[name] {
+			builds = append(builds, []string{packages[name]})
+		} else {
+			together = append(together, packages[name])
+		}
 	}
+	builds = append(builds, together)
 	ldflags := "-s -w" +
 		" -X github.com/containerd/containerd/v2/version.Version=" + strings.TrimPrefix(containerd, "v") +
 		" -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=" + plugins
-	// One go build for all of them: it builds the packages in parallel.
-	cmd := exec.Command("go", append([]string{"build", "-trimpath", "-ldflags", ldflags, "-o", tmp + "/"}, pkgs...)...)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go build %s: %w", strings.Join(pkgs, " "), err)
+	errs := make([]error, len(builds))
+	var wg sync.WaitGroup
+	for i, pkgs := range builds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command("go", append([]string{"build", "-trimpath", "-ldflags", ldflags, "-o", tmp + "/"}, pkgs...)...)
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+			if err := cmd.Run(); err != nil {
+				errs[i] = fmt.Errorf("go build %s: %w", strings.Join(pkgs, " "), err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	if err := os.RemoveAll(out); err != nil {
 		return err

@@ -9,4 +9,5 @@ import (
 	_ "github.com/containernetworking/plugins/plugins/ipam/host-local"
 	_ "github.com/containernetworking/plugins/plugins/main/bridge"
 	_ "github.com/containernetworking/plugins/plugins/meta/portmap"
+	_ "github.com/rancher/local-path-provisioner"
 )

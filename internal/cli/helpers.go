@@ -52,5 +52,23 @@ for a containerd of kubeboot's configuration that kubeboot did not start.`,
 			return nil
 		},
 	})
+	var to string
+	extract := &cobra.Command{
+		Use:    "extract NAME...",
+		Short:  "Write the named helpers, uncompressed, into the directory --to",
+		Hidden: true, // for a process that carries no helpers itself (see nodeup)
+		Args:   cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			for _, name := range args {
+				if _, err := helpers.Extract(name, to); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	extract.Flags().StringVar(&to, "to", "", "Directory to write them to")
+	_ = extract.MarkFlagRequired("to")
+	cmd.AddCommand(extract)
 	return cmd
 }

@@ -29,7 +29,7 @@ func newImagesCommand(g *GlobalFlags, s Streams) *cobra.Command {
 		Use:   "images",
 		Short: "List, build, import and export the images a node runs, without any registry",
 		Long: `kubeboot never pulls an image. Its own images (pause, CoreDNS, the test
-server) are built from the kubeboot binary itself and imported into the
+server, the storage add-on's) are built from the kubeboot binary itself and imported into the
 node's containerd by init. An air-gapped site carries its own images the
 same way: "images export" writes an archive, "images import" loads one
 (docker-archive tarballs as "docker save" writes them, or OCI layouts).`,
@@ -139,7 +139,7 @@ same way: "images export" writes an archive, "images import" loads one
 }
 
 // builtImageFiles gives the files kubeboot's images are made of: the
-// pause, CoreDNS and test-server helpers, written to a temporary directory
+// helpers of images.All, written to a temporary directory
 // that cleanup removes.
 func builtImageFiles() (images.Files, func(), error) {
 	dir, err := os.MkdirTemp("", "kubeboot-images-")
@@ -148,7 +148,7 @@ func builtImageFiles() (images.Files, func(), error) {
 	}
 	cleanup := func() { os.RemoveAll(dir) }
 	files := images.Files{}
-	for _, file := range []string{images.PauseFile, images.CoreDNSFile, images.TestServerFile} {
+	for _, file := range images.FilesOf(images.All()) {
 		p, err := helpers.Extract(file, dir)
 		if err != nil {
 			cleanup()

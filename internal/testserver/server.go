@@ -32,6 +32,7 @@ func Main(args []string) int {
 	port := fs.Int("port", 8080, "TCP port to listen on")
 	readyAfter := fs.Duration("ready-after", 0, "answer /readyz with 503 until this long after start")
 	get := fs.String("get", "", "instead of serving, GET this URL, print the body and exit non-zero unless it answers 200 (a client for tests)")
+	keep := fs.String("keep", "", "before serving, print this file's content if it is there, else write a line naming this pod into it (a volume's test)")
 	resolve := fs.String("resolve", "", "instead of serving, look this name up with the pod's resolv.conf and print its addresses (a client for tests)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -49,6 +50,12 @@ func Main(args []string) int {
 		return 0
 	}
 	host, _ := os.Hostname()
+	if *keep != "" {
+		if err := keepFile(*keep, host); err != nil {
+			fmt.Fprintln(os.Stderr, "test-server:", err)
+			return 1
+		}
+	}
 	var ready atomic.Bool
 	ready.Store(*readyAfter == 0)
 	if *readyAfter > 0 {
@@ -96,4 +103,23 @@ func fetch(url string) int {
 		return 1
 	}
 	return 0
+}
+
+// keepFile prints the content of path, or writes a line naming host and
+// the time into it when it is not there.
+func keepFile(path, host string) error {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		fmt.Printf("kept %s: %s", path, b)
+		return nil
+	}
+	if !os.IsNotExist(err) {
+		return err
+	}
+	line := fmt.Sprintf("written by %s at %s\n", host, time.Now().UTC().Format(time.RFC3339Nano))
+	if err := os.WriteFile(path, []byte(line), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("wrote %s: %s", path, line)
+	return nil
 }

@@ -39,6 +39,9 @@ type Shared struct {
 	// (node.ShimSocketDir): outside the root prefix when the root's path
 	// is too long, else in the state dir, gone with the rest by then.
 	ShimSocketDir string
+	// StorageLink is the host path linked to the node's volume directory
+	// (node.StorageLink), "" if none; Root is the node's root prefix.
+	StorageLink, Root string
 	// ContainerIDs are the containers (sandboxes among them) it ran.
 	ContainerIDs []string
 	Out          io.Writer
@@ -83,6 +86,13 @@ func (s Shared) Remove() error {
 			remove(filepath.Join(results, e.Name()))
 		}
 	}
+	var storageParent string
+	if s.StorageLink != "" {
+		if target, err := os.Readlink(s.StorageLink); err == nil && within(target, s.Root) {
+			remove(s.StorageLink)
+		}
+		storageParent = filepath.Dir(s.StorageLink)
+	}
 	var shimParent string
 	if s.ShimSocketDir != "" {
 		if _, err := os.Stat(s.ShimSocketDir); err == nil {
@@ -99,7 +109,7 @@ func (s Shared) Remove() error {
 		for _, f := range []string{"kubelet.sock", "kubelet_internal_checkpoint"} {
 			remove(filepath.Join(DevicePlugins, f))
 		}
-		for _, dir := range []string{ContainerLogLinks, results, CNICache, shimParent, filepath.Dir(shimParent), DevicePlugins, filepath.Dir(DevicePlugins)} {
+		for _, dir := range []string{ContainerLogLinks, results, CNICache, shimParent, filepath.Dir(shimParent), storageParent, filepath.Dir(storageParent), DevicePlugins, filepath.Dir(DevicePlugins)} {
 			if dir != "" && dir != "." && isEmptyDir(dir) {
 				remove(dir)
 			}

@@ -27,6 +27,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -41,7 +42,17 @@ const (
 	Pause      = "pause"
 	TestServer = "test-server"
 	CoreDNS    = "coredns"
+	// The storage add-on's: rancher's provisioner, built from its module,
+	// and the setup/teardown command of its helper pods.
+	LocalPathProvisioner = "local-path-provisioner"
+	LocalPathHelper      = "local-path-helper"
 )
+
+// ImageOnly are the helpers that only images are made of and that no
+// node needs on disk before its first pods: Install leaves them in the
+// binary, and a node's image import streams them from it (OpenSized),
+// off the path to its containerd and CoreDNS.
+var ImageOnly = []string{LocalPathProvisioner, LocalPathHelper}
 
 // CNIPlugins are the CNI plugins containerd execs for every pod.
 var CNIPlugins = []string{"bridge", "host-local", "portmap"}
@@ -118,6 +129,20 @@ func CompressedName(name string) string { return name + ".zst" }
 // Open returns the named helper's uncompressed bytes.
 func Open(name string) (io.ReadCloser, error) { return open(embedded, name) }
 
+// OpenSized returns the named helper's uncompressed bytes and their size.
+func OpenSized(name string) (io.ReadCloser, int64, error) {
+	m, err := Load()
+	if err != nil {
+		return nil, 0, err
+	}
+	e, ok := m.Get(name)
+	if !ok {
+		return nil, 0, fmt.Errorf("no helper named %q", name)
+	}
+	r, err := Open(name)
+	return r, e.Size, err
+}
+
 func open(files fs.FS, name string) (io.ReadCloser, error) {
 	if files == nil {
 		return nil, ErrNotBuilt
@@ -173,6 +198,9 @@ func install(files fs.FS, dir string, logf func(format string, args ...any)) (Re
 		return res, err
 	}
 	for _, e := range m.Helpers {
+		if slices.Contains(ImageOnly, e.Name) {
+			continue
+		}
 		p := filepath.Join(res.Dir, e.Name)
 		got, err := fsys.FileSHA256(p)
 		switch {

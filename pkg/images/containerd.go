@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
@@ -104,7 +103,7 @@ func Export(ctx context.Context, socket string, w io.Writer, names []string) err
 // archive import hashes it first on the writing side to name it, then in
 // containerd). Then it names the images and unpacks them. It returns how
 // many layer bytes it streamed.
-func ImportBuilt(ctx context.Context, socket string, files Files) (int64, error) {
+func ImportBuilt(ctx context.Context, socket string, open Opener, all []Image) (int64, error) {
 	c, err := Connect(socket)
 	if err != nil {
 		return 0, err
@@ -116,11 +115,10 @@ func ImportBuilt(ctx context.Context, socket string, files Files) (int64, error)
 	}
 	defer done(ctx) //nolint:errcheck
 	cs := c.ContentStore()
-	all := All()
 	layers := map[string]ocispec.Descriptor{}
 	var streamed int64
 	for _, name := range filesOf(all) {
-		d, err := writeLayerBlob(ctx, cs, name, files[name])
+		d, err := writeLayerBlob(ctx, cs, name, open)
 		if err != nil {
 			return streamed, fmt.Errorf("image layer %s: %w", name, err)
 		}
@@ -165,10 +163,10 @@ func ImportBuilt(ctx context.Context, socket string, files Files) (int64, error)
 	return streamed, nil
 }
 
-// writeLayerBlob streams the layer of the file at path into the content
+// writeLayerBlob streams the layer of the file name into the content
 // store, and returns its descriptor, which containerd computed.
-func writeLayerBlob(ctx context.Context, cs content.Store, name, path string) (ocispec.Descriptor, error) {
-	f, err := os.Open(path)
+func writeLayerBlob(ctx context.Context, cs content.Store, name string, open Opener) (ocispec.Descriptor, error) {
+	f, size, err := open(name)
 	if err != nil {
 		return ocispec.Descriptor{}, err
 	}
@@ -185,7 +183,7 @@ func writeLayerBlob(ctx context.Context, cs content.Store, name, path string) (o
 	// Whole megabytes per gRPC message, not the tar writer's 32 KiB.
 	buf := bufio.NewWriterSize(w, 1<<20)
 	n := &counter{}
-	if err := writeLayer(io.MultiWriter(buf, n), name, f); err != nil {
+	if err := writeLayerFrom(io.MultiWriter(buf, n), name, f, size); err != nil {
 		return ocispec.Descriptor{}, err
 	}
 	if err := buf.Flush(); err != nil {

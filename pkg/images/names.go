@@ -17,4 +17,8 @@ var (
 	Pause      = Name("pause")
 	CoreDNS    = Name("coredns")
 	TestServer = Name("test-server")
+	// The storage add-on's: rancher's local-path-provisioner, and the
+	// helper its helper pods run to make and remove a volume's directory.
+	LocalPathProvisioner = Name("local-path-provisioner")
+	LocalPathHelper      = Name("local-path-helper")
 )

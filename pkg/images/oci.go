@@ -32,16 +32,34 @@ const (
 	PauseFile      = "pause"
 	CoreDNSFile    = "coredns"
 	TestServerFile = "test-server"
+
+	LocalPathProvisionerFile = "local-path-provisioner"
+	LocalPathHelperFile      = "local-path-helper"
 )
 
-// All lists the images every node carries.
-func All() []Image {
+// All lists the images every node carries: Node's, then AddOns'.
+func All() []Image { return append(Node(), AddOns()...) }
+
+// Node lists the images on the path to a node's first pods and CoreDNS.
+func Node() []Image {
 	return []Image{
 		{Name: Pause, File: PauseFile, Entrypoint: []string{"/pause"}},
 		{Name: CoreDNS, File: CoreDNSFile, Entrypoint: []string{"/coredns"}},
 		{Name: TestServer, File: TestServerFile, Entrypoint: []string{"/test-server"}},
 	}
 }
+
+// AddOns lists the images of the add-ons beyond CoreDNS, which a node
+// imports after Node's, off the path to CoreDNS.
+func AddOns() []Image {
+	return []Image{
+		{Name: LocalPathProvisioner, File: LocalPathProvisionerFile, Entrypoint: []string{"/local-path-provisioner"}},
+		{Name: LocalPathHelper, File: LocalPathHelperFile, Entrypoint: []string{"/local-path-helper"}},
+	}
+}
+
+// FilesOf lists the distinct Files of images, sorted.
+func FilesOf(images []Image) []string { return filesOf(images) }
 
 // Files maps each File of the images to the host file it is made of.
 type Files map[string]string
@@ -58,15 +76,42 @@ func writeLayer(w io.Writer, name string, bin *os.File) error {
 	if _, err := bin.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
+	return writeLayerFrom(w, name, bin, st.Size())
+}
+
+// writeLayerFrom writes the layer tar of the file at /<name>, size bytes
+// read from r, to w.
+func writeLayerFrom(w io.Writer, name string, r io.Reader, size int64) error {
 	tw := tar.NewWriter(w)
-	hdr := &tar.Header{Name: name, Mode: 0o755, Size: st.Size(), ModTime: epoch, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
+	hdr := &tar.Header{Name: name, Mode: 0o755, Size: size, ModTime: epoch, Typeflag: tar.TypeReg, Format: tar.FormatPAX}
 	if err := tw.WriteHeader(hdr); err != nil {
 		return err
 	}
-	if _, err := io.CopyN(tw, bin, st.Size()); err != nil {
+	if _, err := io.CopyN(tw, r, size); err != nil {
 		return err
 	}
 	return tw.Close()
+}
+
+// Opener opens the file of an image (a helper's name) and tells its size.
+type Opener func(file string) (io.ReadCloser, int64, error)
+
+// Open opens the files of files.
+func (files Files) Open(file string) (io.ReadCloser, int64, error) {
+	p, ok := files[file]
+	if !ok {
+		return nil, 0, fmt.Errorf("no file for %s", file)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, 0, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, st.Size(), nil
 }
 
 // counter counts what is written through it, and hashes it when h is set.

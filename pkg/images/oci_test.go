@@ -19,6 +19,9 @@ func TestWriteArchive(t *testing.T) {
 		CoreDNSFile:    []byte("#!/bin/true\nnot really CoreDNS\n"),
 		PauseFile:      []byte("#!/bin/true\nnot really pause\n"),
 		TestServerFile: []byte("#!/bin/true\nnot really the test server\n"),
+
+		LocalPathProvisionerFile: []byte("#!/bin/true\nnot really the provisioner\n"),
+		LocalPathHelperFile:      []byte("#!/bin/true\nnot really its helper\n"),
 	}
 	src := Files{}
 	for name, b := range content {

@@ -48,6 +48,10 @@ const (
 	KubeProxyConfig = KubeProxyDir + "/config.conf"
 	KubeProxyConf   = "/etc/kubernetes/kube-proxy.conf"
 	ManifestsDir    = "/etc/kubernetes/manifests"
+	// StorageRoot is the base path of the storage add-on's volumes: a
+	// node's are in StorageDir(its name), a host path (see
+	// EnsureStorageDir).
+	StorageRoot = "/var/lib/kubeboot/storage"
 	// BridgeName is the CNI bridge every pod of the node attaches to.
 	BridgeName = "cni0"
 )

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -56,11 +57,13 @@ type Node struct {
 	// StartedDaemon is set when this run started the node daemon, so that
 	// an interrupted command stops what it started.
 	StartedDaemon bool
-	// imported receives the result of the image import; whatever creates
-	// pods waits for it.
-	imported      chan error
-	hostDNS       *node.HostDNS
-	unitInstalled bool
+	// imported receives the result of the import of the node's images
+	// (images.Node); whatever creates pods waits for it. addOnsImported
+	// receives the add-ons' (images.AddOns), imported next.
+	imported       chan error
+	addOnsImported chan error
+	hostDNS        *node.HostDNS
+	unitInstalled  bool
 }
 
 // DaemonStarted reports whether this run started the node daemon, and
@@ -278,39 +281,89 @@ func (n *Node) StartRuntime(ctx context.Context, prefix string) error {
 
 // startImageImport streams kubeboot's images into containerd in the
 // background: the kubelet needs none of them to register and report
-// Ready, and the first pods wait for the import.
+// Ready, and the first pods wait for the import. The node's images come
+// first, then the add-ons' (off the path to CoreDNS).
 func (n *Node) startImageImport(ctx context.Context, criEndpoint string) {
-	n.imported = make(chan error, 1)
+	n.imported, n.addOnsImported = make(chan error, 1), make(chan error, 1)
 	if n.FS.DryRun() {
-		n.Logf("[dryrun] Would import the images %v", []string{images.Pause, images.CoreDNS, images.TestServer})
+		n.Logf("[dryrun] Would import the images %v", imageNames(images.All()))
 		n.imported <- nil
+		n.addOnsImported <- nil
 		return
 	}
 	sock := strings.TrimPrefix(criEndpoint, "unix://")
-	go func() {
+	load := func(imgs []images.Image) error {
 		start := time.Now()
 		// The work is containerd's, at the node side's low CPU weight
 		// while an API server comes up.
-		files := images.Files{}
-		for _, f := range []string{images.PauseFile, images.CoreDNSFile, images.TestServerFile} {
-			files[f] = n.FS.Path(path.Join(node.HelpersDir, f))
-		}
-		streamed, err := images.ImportBuilt(ctx, sock, files)
+		streamed, err := images.ImportBuilt(ctx, sock, n.openImageFile, imgs)
 		if err == nil {
-			n.Logf("[images] Imported %s, %s and %s into containerd in %s (%.0f MiB of layers, no registry contacted)", images.Pause, images.CoreDNS, images.TestServer, time.Since(start).Round(time.Millisecond), float64(streamed)/(1<<20))
+			n.Logf("[images] Imported %s into containerd in %s (%.0f MiB of layers, no registry contacted)", strings.Join(imageNames(imgs), ", "), time.Since(start).Round(time.Millisecond), float64(streamed)/(1<<20))
 		}
+		return err
+	}
+	go func() {
+		err := load(images.Node())
 		n.imported <- err
+		if err == nil {
+			err = load(images.AddOns())
+		}
+		n.addOnsImported <- err
 	}()
 }
 
-// WaitImages waits for the image import StartRuntime started, if any.
-func (n *Node) WaitImages(ctx context.Context) error {
-	if n.imported == nil {
+// openImageFile opens the file of one of kubeboot's images: a helper
+// written under the root, or one of helpers.ImageOnly, from the binary.
+func (n *Node) openImageFile(file string) (io.ReadCloser, int64, error) {
+	if !slices.Contains(helpers.ImageOnly, file) {
+		return images.Files{file: n.FS.Path(path.Join(node.HelpersDir, file))}.Open(file)
+	}
+	r, size, err := helpers.OpenSized(file)
+	if !errors.Is(err, helpers.ErrNotBuilt) || n.Exe == "" {
+		return r, size, err
+	}
+	// A process without the helpers (a test binary): the kubeboot
+	// executable writes it to a directory that goes once it is open.
+	dir, err := os.MkdirTemp("", "kubeboot-image-file-")
+	if err != nil {
+		return nil, 0, err
+	}
+	defer os.RemoveAll(dir)
+	if out, err := exec.Command(n.Exe, "helpers", "extract", "--to", dir, file).CombinedOutput(); err != nil {
+		return nil, 0, fmt.Errorf("%s helpers extract %s: %v: %s", n.Exe, file, err, bytes.TrimSpace(out))
+	}
+	return images.Files{file: filepath.Join(dir, file)}.Open(file)
+}
+
+func imageNames(imgs []images.Image) []string {
+	var names []string
+	for _, img := range imgs {
+		names = append(names, img.Name)
+	}
+	return names
+}
+
+// WaitImages waits for the import of the node's images StartRuntime
+// started, if any.
+func (n *Node) WaitImages(ctx context.Context) error { return waitImport(ctx, n.imported) }
+
+// WaitAllImages waits for the import of every image StartRuntime started
+// (the add-ons' too), if any: a run waits for it before it ends, or the
+// import would end with it.
+func (n *Node) WaitAllImages(ctx context.Context) error {
+	if err := n.WaitImages(ctx); err != nil {
+		return err
+	}
+	return waitImport(ctx, n.addOnsImported)
+}
+
+func waitImport(ctx context.Context, imported chan error) error {
+	if imported == nil {
 		return nil
 	}
 	select {
-	case err := <-n.imported:
-		n.imported <- err // later callers see the same result
+	case err := <-imported:
+		imported <- err // later callers see the same result
 		if err != nil {
 			return fmt.Errorf("importing kubeboot's images: %w", err)
 		}
@@ -342,6 +395,16 @@ func (n *Node) StartKubelet(prefix string) error {
 	}
 	if w := dns.Warning(); w != "" {
 		n.Logf("[%s] WARNING: %s", prefix, w)
+	}
+	name := n.Cfg.Init.NodeRegistration.Name
+	dir, err := node.EnsureStorageDir(n.FS, name)
+	if err != nil {
+		return fmt.Errorf("the directory of this node's volumes: %w", err)
+	}
+	if link := node.StorageLink(n.FS, name); link != "" {
+		n.Logf("[%s] The storage add-on's volumes on this node go to %q (%s links to it)", prefix, dir, link)
+	} else {
+		n.Logf("[%s] The storage add-on's volumes on this node go to %q", prefix, dir)
 	}
 	kc, err := node.LocalKubeletConfiguration(n.Cfg, n.FS, r.CRISocket(), dns.KubeletResolvConf)
 	if err != nil {

@@ -182,7 +182,7 @@ func eventually(t *testing.T, timeout, interval time.Duration, what string, f fu
 // components write whatever kubeboot's root prefix, and the cgroup tree.
 func machineState() map[string]bool {
 	state := map[string]bool{}
-	for _, dir := range []string{"/var/log/pods", "/var/log/containers", "/var/lib/cni", "/var/lib/kubelet", "/run/containerd", "/run/kubeboot-shims", "/usr/libexec/kubernetes"} {
+	for _, dir := range []string{"/var/log/pods", "/var/log/containers", "/var/lib/cni", "/var/lib/kubelet", "/run/containerd", "/run/kubeboot-shims", "/usr/libexec/kubernetes", "/var/lib/kubeboot"} {
 		filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
 			if err == nil {
 				state[p] = true

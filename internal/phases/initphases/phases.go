@@ -189,6 +189,7 @@ func Phases() []phase {
 		{Name: "addon", Short: "Install required addons for passing conformance tests", Phases: []phase{
 			{Name: "coredns", Short: "Install the CoreDNS addon to a Kubernetes cluster", RunIf: func(d *Data) bool { return !d.Cfg.Cluster.DNS.Disabled }, Run: runCoreDNS},
 			{Name: "kube-proxy", Short: "Install the kube-proxy addon to a Kubernetes cluster", RunIf: func(d *Data) bool { return !d.Cfg.Cluster.Proxy.Disabled }, Run: runKubeProxy},
+			{Name: "storage", Short: "Install the storage addon: local-path-provisioner behind the default StorageClass", Run: runStorage},
 		}},
 		{Name: "show-join-command", Short: "Show the join command for control-plane and worker node", Run: runShowJoinCommand},
 	}
@@ -402,6 +403,21 @@ func runCoreDNS(ctx context.Context, d *Data) error {
 	} else {
 		d.Logf("[addons] Applied essential addon: CoreDNS (answering cluster names only)")
 	}
+	return nil
+}
+
+func runStorage(ctx context.Context, d *Data) error {
+	// Its image is imported after CoreDNS's, off CoreDNS's path; the
+	// Deployment waits for it rather than for an image pull's back-off.
+	if err := d.WaitAllImages(ctx); err != nil {
+		return err
+	}
+	if err := d.withClient(ctx, "install the storage addon", func(ctx context.Context, c kubernetes.Interface) error {
+		return addons.EnsureStorage(ctx, c)
+	}); err != nil {
+		return err
+	}
+	d.Logf("[addons] Applied addon: storage (the default StorageClass %q: rancher's local-path-provisioner, each node's volumes under %s/<node>)", addons.StorageClass, node.StorageRoot)
 	return nil
 }
 

@@ -345,7 +345,7 @@ func runKubeletWaitBootstrap(ctx context.Context, d *Data) error {
 	if err := d.StartNetwork("kubelet-start"); err != nil {
 		return err
 	}
-	return d.WaitImages(ctx)
+	return d.WaitAllImages(ctx)
 }
 
 // waitTLSBootstrap waits until kubelet.conf exists with the files it

@@ -194,6 +194,7 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	shared := cleanup.Shared{
 		PodLogsDir: fs.Path(node.PodLogsDir), CNINetwork: node.CNINetwork(fs),
 		ShimSocketDir: node.ShimSocketDir(fs), ContainerIDs: ids, Out: d.Out,
+		StorageLink: node.StorageLink(fs, name), Root: fs.Path("/"),
 	}
 	if err := shared.Remove(); err != nil {
 		return err
