@@ -232,6 +232,8 @@ func TestMultiNode(t *testing.T) {
 		}
 	})
 
+	t.Run("volumes follow their node", func(t *testing.T) { testStorage(t, cp, nodes) })
+
 	t.Run("reset a worker", func(t *testing.T) {
 		stateBefore := machineState()
 		w2IDs := containerIDs(t, w2)

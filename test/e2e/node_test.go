@@ -204,7 +204,7 @@ func TestSingleNode(t *testing.T) {
 	})
 
 	t.Run("foreign images", func(t *testing.T) { testForeignImages(t, h) })
-	t.Run("volumes", func(t *testing.T) { testStorage(t, h, "n1") })
+	t.Run("volumes", func(t *testing.T) { testStorage(t, h, map[string]*nethost.Host{"n1": h}) })
 
 	t.Run("workloads, services and DNS", func(t *testing.T) {
 		f := filepath.Join(h.Root, "app.yaml")

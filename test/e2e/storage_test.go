@@ -39,11 +39,13 @@ spec:
       resources: {requests: {storage: 16Mi}}
 `
 
-// testStorage proves the storage add-on on node nodeName of host h: a
+// testStorage proves the storage add-on of the cluster whose control
+// plane is h and whose nodes are nodes (by node name): a
 // PersistentVolumeClaim of the default StorageClass binds, its data lives
-// under the node's root and outlives its pod, and deleting the claim
-// removes the data.
-func testStorage(t *testing.T, h *nethost.Host, nodeName string) {
+// under the root of the node its pod was scheduled to (and of no other),
+// the volume keeps its pod on that node and outlives the pod, and
+// deleting the claim removes the data.
+func testStorage(t *testing.T, h *nethost.Host, nodes map[string]*nethost.Host) {
 	if out := kubectl(t, h, "get", "storageclass", "-o", "jsonpath={range .items[*]}{.metadata.name}:{.metadata.annotations.storageclass\\.kubernetes\\.io/is-default-class}:{.volumeBindingMode}:{.reclaimPolicy} {end}"); strings.TrimSpace(out) != "local-path:true:WaitForFirstConsumer:Delete" {
 		t.Fatalf("storage classes: %q, want the default local-path, WaitForFirstConsumer, Delete", out)
 	}
@@ -58,8 +60,25 @@ func testStorage(t *testing.T, h *nethost.Host, nodeName string) {
 	if pv == "" {
 		t.Fatal("the claim data-keeper-0 is not bound")
 	}
+	nodeName := kubectl(t, h, "get", "pod", "keeper-0", "-o", "jsonpath={.spec.nodeName}")
+	on := nodes[nodeName]
+	if on == nil {
+		t.Fatalf("keeper-0 runs on %q, not one of the test's nodes", nodeName)
+	}
+	if got := kubectl(t, h, "get", "pv", pv, "-o", "jsonpath={.spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions[0].values[0]}"); got != nodeName {
+		t.Errorf("the volume's node affinity names %q, want %s, where its pod first ran", got, nodeName)
+	}
 	// The volume's directory: under the node's root, named by the node.
-	dir := filepath.Join(h.Root, node.StorageRoot, nodeName, pv+"_default_data-keeper-0")
+	volume := pv + "_default_data-keeper-0"
+	dir := filepath.Join(on.Root, node.StorageRoot, nodeName, volume)
+	for name, other := range nodes {
+		if name == nodeName {
+			continue
+		}
+		if m, _ := filepath.Glob(filepath.Join(other.Root, node.StorageRoot, "*", volume)); len(m) != 0 {
+			t.Errorf("the volume of a pod on %s is also on %s: %v", nodeName, name, m)
+		}
+	}
 	stamp, err := os.ReadFile(filepath.Join(dir, "stamp"))
 	if err != nil {
 		t.Fatalf("the volume's data is not under the node's root: %v", err)
@@ -77,6 +96,10 @@ func testStorage(t *testing.T, h *nethost.Host, nodeName string) {
 		}
 		return nil
 	})
+	if again := kubectl(t, h, "get", "pod", "keeper-0", "-o", "jsonpath={.spec.nodeName}"); again != nodeName {
+		t.Errorf("the new keeper-0 runs on %s, its volume is on %s", again, nodeName)
+	}
+	t.Logf("the volume %s and its pod on node %s", pv, nodeName)
 	if logs := kubectl(t, h, "logs", "keeper-0"); !strings.Contains(logs, "kept /data/stamp: "+strings.TrimSpace(string(stamp))) {
 		t.Errorf("the new pod did not read the old pod's file: %q, want %q", logs, stamp)
 	}
