@@ -55,8 +55,12 @@ func TestRegistryMirror(t *testing.T) {
 
 	// kubeboot's pause, as the only file of an image, pushed under the
 	// name it has upstream.
-	kb(t, h, "init", "--node-name", "m", "--single-node", "--skip-phases", "addon/coredns",
+	kb(t, h, "init", "--node-name", "m", "--single-node", "--skip-phases", "addon/coredns,addon/storage",
 		"--registry-mirror", "registry.k8s.io=http://10.218.0.2:5000")
+	// A skipped add-on is absent.
+	if out := kubectl(t, h, "get", "storageclass,deployment,configmap", "-A", "-o", "name"); strings.Contains(out, "local-path") {
+		t.Errorf("--skip-phases addon/storage left the storage add-on in:\n%s", out)
+	}
 	prog, err := os.ReadFile(filepath.Join(h.Root, "var/lib/kubeboot/helpers/current/pause"))
 	if err != nil {
 		t.Fatal(err)
