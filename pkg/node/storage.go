@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
@@ -18,35 +19,55 @@ func StorageDir(name string) string { return path.Join(StorageRoot, name) }
 // under the root prefix. Under a root prefix other than /, the host path
 // StorageDir(name) is made a link to it, so that a node's volumes are
 // under its own root even where several nodes share a machine (reset
-// removes the link with the rest: see StorageLink). It returns the
-// directory.
-func EnsureStorageDir(fs fsys.FS, name string) (string, error) {
-	dir := fs.Path(StorageDir(name))
+// removes the link with the rest: see StorageLink).
+//
+// A link there already that points into another root is another node's
+// of the same name, and refused, while that node lives: live(root) says
+// whether a node runs for root. A link whose target is gone, or whose
+// node runs no more (its process killed, reset never run), is stale and
+// replaced; stale is then its old target, for the caller to say so. It
+// returns the directory.
+func EnsureStorageDir(fs fsys.FS, name string, live func(root string) bool) (dir, stale string, err error) {
+	dir = fs.Path(StorageDir(name))
 	if fs.DryRun() {
-		return dir, nil
+		return dir, "", nil
 	}
 	if err := fs.MkdirAll(StorageDir(name), 0o711); err != nil {
-		return dir, err
+		return dir, "", err
 	}
 	link := StorageLink(fs, name)
 	if link == "" {
-		return dir, nil
+		return dir, "", nil
 	}
+	stale, err = ensureLink(link, dir, StorageDir(name), name, live)
+	return dir, stale, err
+}
+
+// ensureLink makes link a link to dir, the directory nodePath under the
+// node's root, as EnsureStorageDir says.
+func ensureLink(link, dir, nodePath, name string, live func(root string) bool) (stale string, err error) {
 	switch target, err := os.Readlink(link); {
 	case err == nil && target == dir:
-		return dir, nil
+		return "", nil
 	case err == nil:
-		return dir, fmt.Errorf("%s links to %s: another node named %s on this machine keeps its volumes there; give this node another name", link, target, name)
+		root, ok := strings.CutSuffix(target, nodePath)
+		if _, serr := os.Stat(target); serr == nil && (!ok || live(root)) {
+			return "", fmt.Errorf("%s links to %s: another node named %s on this machine keeps its volumes there; give this node another name", link, target, name)
+		}
+		if err := os.Remove(link); err != nil {
+			return "", err
+		}
+		stale = target
 	case !os.IsNotExist(err):
 		if _, serr := os.Lstat(link); serr == nil {
-			return dir, fmt.Errorf("%s is there and is not a link: the volumes of a node named %s with --root / are there; give this node another name", link, name)
+			return "", fmt.Errorf("%s is there and is not a link: the volumes of a node named %s with --root / are there; give this node another name", link, name)
 		}
-		return dir, err
+		return "", err
 	}
 	if err := os.MkdirAll(filepath.Dir(link), 0o711); err != nil {
-		return dir, err
+		return stale, err
 	}
-	return dir, os.Symlink(dir, link)
+	return stale, os.Symlink(dir, link)
 }
 
 // StorageLink is the host path EnsureStorageDir links to the node's

@@ -397,9 +397,12 @@ func (n *Node) StartKubelet(prefix string) error {
 		n.Logf("[%s] WARNING: %s", prefix, w)
 	}
 	name := n.Cfg.Init.NodeRegistration.Name
-	dir, err := node.EnsureStorageDir(n.FS, name)
+	dir, stale, err := node.EnsureStorageDir(n.FS, name, func(root string) bool { return daemon.Running(fsys.NewRoot(root)) != 0 })
 	if err != nil {
 		return fmt.Errorf("the directory of this node's volumes: %w", err)
+	}
+	if stale != "" {
+		n.Logf("[%s] Replaced the stale link %s -> %s: no node runs there any more", prefix, node.StorageLink(n.FS, name), stale)
 	}
 	if link := node.StorageLink(n.FS, name); link != "" {
 		n.Logf("[%s] The storage add-on's volumes on this node go to %q (%s links to it)", prefix, dir, link)
