@@ -49,6 +49,11 @@ type Spec struct {
 	// too (a joining control plane's API server for its etcd member, which
 	// starts only once it has joined).
 	Requires []string `json:"requires,omitempty"`
+	// Uses lists components this one talks to but does not wait for at
+	// its start (the API server retries etcd): Order puts them first all
+	// the same, so that the daemon, which stops components in reverse
+	// order, stops this one before them.
+	Uses []string `json:"uses,omitempty"`
 	// Probe tells when the component is ready. Renderers derive it from
 	// the final flags (extraArgs included), as kubeadm's wait-control-plane
 	// reads its manifests' --secure-port and --bind-address.
@@ -375,7 +380,7 @@ func (s Store) decode(file string, b []byte) (Spec, error) {
 }
 
 // Order sorts specs so that every spec comes after the ones it names in
-// After. A dependency missing from the list is ignored (it may run
+// After, Requires and Uses. A dependency missing from the list is ignored (it may run
 // elsewhere); a cycle is an error.
 func Order(specs []Spec) ([]Spec, error) {
 	byName := map[string]Spec{}
@@ -402,7 +407,7 @@ func Order(specs []Spec) ([]Spec, error) {
 			return nil
 		}
 		state[n] = 1
-		for _, d := range append(append([]string(nil), s.After...), s.Requires...) {
+		for _, d := range slices.Concat(s.After, s.Requires, s.Uses) {
 			if err := visit(d, append(chain, n)); err != nil {
 				return err
 			}

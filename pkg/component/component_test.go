@@ -3,6 +3,11 @@ package component
 import (
 	"strings"
 	"testing"
+
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
+	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
 
 func TestOrder(t *testing.T) {
@@ -34,5 +39,39 @@ func TestArgsOverride(t *testing.T) {
 	a.Set("b", "3")
 	if got := strings.Join(a.List(), " "); got != "--a=2 --b=3" {
 		t.Errorf("got %q", got)
+	}
+}
+
+// The daemon stops components in reverse Order. The API server starts
+// without waiting for etcd, but must stop before it (without etcd its
+// shutdown hangs until it is killed, 20 s later): whatever other
+// components the configuration adds, etcd comes first. With
+// serverTLSBootstrap, csr-approver (After the API server, and sorted
+// before etcd by name) once put the API server first.
+func TestOrderStopsTheAPIServerBeforeEtcd(t *testing.T) {
+	for _, tls := range []bool{false, true} {
+		cfg, err := config.InitDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Kubelet = &kubeletv1beta1.KubeletConfiguration{ServerTLSBootstrap: tls}
+		r := Renderer{Cfg: cfg, FS: fsys.NewRoot("/tmp/node")}
+		specs := append(r.Specs(RoleControlPlane), r.LocalEtcd())
+		out, err := Order(specs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := map[string]int{}
+		var names []string
+		for i, s := range out {
+			at[s.Name] = i
+			names = append(names, s.Name)
+		}
+		if _, ok := at[CSRApprover]; ok != tls {
+			t.Fatalf("serverTLSBootstrap %v: components %v", tls, names)
+		}
+		if at[Etcd] > at[APIServer] {
+			t.Errorf("serverTLSBootstrap %v: order %v starts etcd after the API server, so stops it first", tls, names)
+		}
 	}
 }

@@ -209,7 +209,9 @@ func (r Renderer) APIServer() Spec {
 		// needs etcd, and a new etcd member spends about as long on its
 		// first election. The API server retries its etcd connection, as
 		// it does under kubeadm, where the kubelet starts both static pods
-		// at once.
+		// at once. It is stopped before etcd, though: without etcd it
+		// hangs in its shutdown until killed.
+		Uses:  []string{Etcd},
 		Probe: Probe{URL: "https://" + hostPort(probeHost(bind), port) + "/readyz", CAFile: r.pki("ca.crt")},
 		Ports: []int{port},
 	}
