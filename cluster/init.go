@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+
 	"github.com/kubeboot/kubeboot/internal/phases/initphases"
 	"github.com/kubeboot/kubeboot/internal/workflow"
 	"github.com/kubeboot/kubeboot/pkg/config"
@@ -86,6 +88,9 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 		for _, h := range d.Hardened {
 			fmt.Fprintf(o.Out, "[hardened] %s\n", h)
 		}
+		for _, s := range d.AddOnSettings {
+			fmt.Fprintf(o.Out, "[addons] %s\n", s)
+		}
 		d.PrepareKeys()
 	}
 	if err := runNode(ctx, "init", runner, d, wo, o.Node); err != nil {
@@ -163,6 +168,20 @@ func (o *InitOptions) data() (*initphases.Data, workflow.Options, error) {
 		// No node side; kube-proxy's add-on only stores its configuration,
 		// for nodes that join.
 		skip = append(append([]string(nil), skip...), controlPlaneOnlySkips...)
+	}
+	// metrics-server verifies the kubelets against the cluster CA, which
+	// signs their serving certificates only with serverTLSBootstrap
+	// (kubeboot's csr-approver approves them); the kubelet-config
+	// ConfigMap carries the setting to every node that joins. Decided from
+	// the skipped phases even when one phase runs, so that `init phase
+	// kubelet-start` or `upload-config` agree with a whole init.
+	skipsAll := workflow.Options{Skip: append(append([]string(nil), skip...), o.SkipPhases...)}
+	if !skipsAll.Skips(initphases.MetricsServerPhase) && (c.Kubelet == nil || !c.Kubelet.ServerTLSBootstrap) {
+		if c.Kubelet == nil {
+			c.Kubelet = &kubeletv1beta1.KubeletConfiguration{}
+		}
+		c.Kubelet.ServerTLSBootstrap = true
+		d.AddOnSettings = append(d.AddOnSettings, "kubelet: serverTLSBootstrap=true: metrics-server ("+initphases.MetricsServerPhase+") verifies the kubelets' serving certificates, which the cluster CA signs then, instead of self-signed ones")
 	}
 	return d, o.workflow(skip), nil
 }

@@ -35,6 +35,7 @@ var packages = map[string]string{
 	// The storage add-on: upstream's main package is its module's root.
 	helpers.LocalPathProvisioner: "github.com/rancher/local-path-provisioner",
 	helpers.LocalPathHelper:      "github.com/kubeboot/kubeboot/cmd/local-path-helper",
+	helpers.MetricsServer:        "github.com/kubeboot/kubeboot/cmd/metrics-server",
 	"bridge":                     "github.com/containernetworking/plugins/plugins/main/bridge",
 	"host-local":                 "github.com/containernetworking/plugins/plugins/ipam/host-local",
 	"portmap":                    "github.com/containernetworking/plugins/plugins/meta/portmap",

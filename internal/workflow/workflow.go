@@ -111,6 +111,17 @@ func (r *Runner[D]) Validate(o Options) error {
 	return nil
 }
 
+// Skips reports whether the run leaves out the phase path, by itself or
+// with a phase above it.
+func (o Options) Skips(path string) bool {
+	for _, s := range o.Skip {
+		if within(path, s) {
+			return true
+		}
+	}
+	return false
+}
+
 // within reports whether path is p or below it.
 func within(path, p string) bool {
 	return path == p || strings.HasPrefix(path, p+"/")
@@ -139,13 +150,7 @@ func (r *Runner[D]) Run(ctx context.Context, d D, o Options) error {
 		if parentSkipped {
 			continue
 		}
-		skip := false
-		for _, s := range o.Skip {
-			if within(e.Path, s) {
-				skip = true
-			}
-		}
-		if skip || (e.RunIf != nil && !e.RunIf(d)) {
+		if o.Skips(e.Path) || (e.RunIf != nil && !e.RunIf(d)) {
 			skipped[e.Path] = true
 			continue
 		}

@@ -46,13 +46,16 @@ const (
 	// and the setup/teardown command of its helper pods.
 	LocalPathProvisioner = "local-path-provisioner"
 	LocalPathHelper      = "local-path-helper"
+	// The metrics add-on's: sigs.k8s.io/metrics-server, built from its
+	// module.
+	MetricsServer = "metrics-server"
 )
 
 // ImageOnly are the helpers that only images are made of and that no
 // node needs on disk before its first pods: Install leaves them in the
 // binary, and a node's image import streams them from it (OpenSized),
 // off the path to its containerd and CoreDNS.
-var ImageOnly = []string{LocalPathProvisioner, LocalPathHelper}
+var ImageOnly = []string{LocalPathProvisioner, LocalPathHelper, MetricsServer}
 
 // CNIPlugins are the CNI plugins containerd execs for every pod.
 var CNIPlugins = []string{"bridge", "host-local", "portmap"}

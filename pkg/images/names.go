@@ -21,4 +21,6 @@ var (
 	// helper its helper pods run to make and remove a volume's directory.
 	LocalPathProvisioner = Name("local-path-provisioner")
 	LocalPathHelper      = Name("local-path-helper")
+	// The metrics add-on's: sigs.k8s.io/metrics-server.
+	MetricsServer = Name("metrics-server")
 )

@@ -35,6 +35,7 @@ const (
 
 	LocalPathProvisionerFile = "local-path-provisioner"
 	LocalPathHelperFile      = "local-path-helper"
+	MetricsServerFile        = "metrics-server"
 )
 
 // All lists the images every node carries: Node's, then AddOns'.
@@ -55,6 +56,7 @@ func AddOns() []Image {
 	return []Image{
 		{Name: LocalPathProvisioner, File: LocalPathProvisionerFile, Entrypoint: []string{"/local-path-provisioner"}},
 		{Name: LocalPathHelper, File: LocalPathHelperFile, Entrypoint: []string{"/local-path-helper"}},
+		{Name: MetricsServer, File: MetricsServerFile, Entrypoint: []string{"/metrics-server"}},
 	}
 }
 

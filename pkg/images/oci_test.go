@@ -22,6 +22,7 @@ func TestWriteArchive(t *testing.T) {
 
 		LocalPathProvisionerFile: []byte("#!/bin/true\nnot really the provisioner\n"),
 		LocalPathHelperFile:      []byte("#!/bin/true\nnot really its helper\n"),
+		MetricsServerFile:        []byte("#!/bin/true\nnot really metrics-server\n"),
 	}
 	src := Files{}
 	for name, b := range content {

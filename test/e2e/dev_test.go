@@ -255,7 +255,7 @@ func TestDevSwap(t *testing.T) {
 		t.Fatalf("%d pod processes run on this machine already", n)
 	}
 	h := newHost(t, "kbe2e-swap", "10.214.0.2")
-	kb(t, h, "init", "--node-name", "swap", "--single-node", "--skip-phases", "addon/coredns,addon/storage")
+	kb(t, h, "init", "--node-name", "swap", "--single-node", "--skip-phases", "addon/coredns,addon/storage,addon/metrics-server")
 	printed := kb(t, h, "dev", "print", "--format", "shell", "kube-scheduler")
 	if !strings.Contains(printed, "kube-scheduler \\\n") || !strings.Contains(printed, "--kubeconfig="+h.Root+"/etc/kubernetes/scheduler.conf") {
 		t.Fatalf("dev print:\n%s", printed)

@@ -123,6 +123,7 @@ func TestHardened(t *testing.T) {
 		waitNodeReady(t, w, cp1, "w1", start)
 	})
 
+	t.Run("kubectl top", func(t *testing.T) { testMetrics(t, cp1, []string{"cp1", "w1"}, time.Time{}) })
 	t.Run("kubelet serving certificates", func(t *testing.T) {
 		for _, node := range []string{"cp1", "w1"} {
 			eventually(t, 30*time.Second, 200*time.Millisecond, node+"'s serving CSR approved by kubeboot", func() error {

@@ -55,11 +55,18 @@ func TestRegistryMirror(t *testing.T) {
 
 	// kubeboot's pause, as the only file of an image, pushed under the
 	// name it has upstream.
-	kb(t, h, "init", "--node-name", "m", "--single-node", "--skip-phases", "addon/coredns,addon/storage",
+	kb(t, h, "init", "--node-name", "m", "--single-node", "--skip-phases", "addon/coredns,addon/storage,addon/metrics-server",
 		"--registry-mirror", "registry.k8s.io=http://10.218.0.2:5000")
 	// A skipped add-on is absent.
 	if out := kubectl(t, h, "get", "storageclass,deployment,configmap", "-A", "-o", "name"); strings.Contains(out, "local-path") {
 		t.Errorf("--skip-phases addon/storage left the storage add-on in:\n%s", out)
+	}
+	if out := kubectl(t, h, "get", "apiservice,deployment,service", "-A", "-o", "name"); strings.Contains(out, "metrics") {
+		t.Errorf("--skip-phases addon/metrics-server left the metrics add-on in:\n%s", out)
+	}
+	// Without metrics-server, the kubelets keep kubeadm's default.
+	if kcfg, _ := os.ReadFile(filepath.Join(h.Root, "var/lib/kubelet/config.yaml")); strings.Contains(string(kcfg), "serverTLSBootstrap: true") {
+		t.Errorf("--skip-phases addon/metrics-server still turned serverTLSBootstrap on")
 	}
 	prog, err := os.ReadFile(filepath.Join(h.Root, "var/lib/kubeboot/helpers/current/pause"))
 	if err != nil {

@@ -233,6 +233,7 @@ func TestMultiNode(t *testing.T) {
 	})
 
 	t.Run("volumes follow their node", func(t *testing.T) { testStorage(t, cp, nodes) })
+	t.Run("kubectl top, every node", func(t *testing.T) { testMetrics(t, cp, []string{"cp", "w1", "w2"}, time.Time{}) })
 
 	t.Run("reset a worker", func(t *testing.T) {
 		stateBefore := machineState()

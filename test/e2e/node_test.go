@@ -107,6 +107,7 @@ func TestSingleNode(t *testing.T) {
 		}
 	})
 
+	var initEnd time.Time
 	t.Run("init", func(t *testing.T) {
 		start := time.Now()
 		// A variable of init's environment must not reach the components.
@@ -115,6 +116,10 @@ func TestSingleNode(t *testing.T) {
 		out, err := nethost.Run(cmd)
 		if err != nil {
 			t.Fatalf("init: %v\n%s", err, out)
+		}
+		initEnd = time.Now()
+		if !strings.Contains(out, "[addons] kubelet: serverTLSBootstrap=true: metrics-server") {
+			t.Errorf("init does not say it turned serverTLSBootstrap on for metrics-server:\n%s", grepLines(out, "addons"))
 		}
 		t.Logf("init took %s", time.Since(start).Round(time.Millisecond))
 		for _, l := range strings.Split(out, "\n") {
@@ -203,6 +208,7 @@ func TestSingleNode(t *testing.T) {
 		}
 	})
 
+	t.Run("kubectl top", func(t *testing.T) { testMetrics(t, h, []string{"n1"}, initEnd) })
 	t.Run("foreign images", func(t *testing.T) { testForeignImages(t, h) })
 	t.Run("volumes", func(t *testing.T) { testStorage(t, h, map[string]*nethost.Host{"n1": h}) })
 

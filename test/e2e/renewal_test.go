@@ -39,7 +39,7 @@ apiVersion: kubeadm.k8s.io/v1beta4
 kind: ClusterConfiguration
 certificateValidityPeriod: 2m
 `), 0o644)
-	kb(t, h, "init", "--config", cfg, "--single-node", "--skip-phases", "addon/coredns,addon/storage")
+	kb(t, h, "init", "--config", cfg, "--single-node", "--skip-phases", "addon/coredns,addon/storage,addon/metrics-server")
 	pkiDir := filepath.Join(h.Root, "etc/kubernetes/pki")
 	first := readCertFile(t, filepath.Join(pkiDir, "apiserver.crt"))
 	t.Logf("the first certificates expire at %s (in %s)", first.NotAfter.Format(time.RFC3339), time.Until(first.NotAfter).Round(time.Second))

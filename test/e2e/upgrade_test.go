@@ -34,7 +34,7 @@ func TestUpgrade(t *testing.T) {
 	network := newNetwork(t, "kbu-net")
 	cp := newHostWith(t, "kbu-cp", "10.219.0.2", nethost.Options{Network: network})
 	w := newHostWith(t, "kbu-w", "10.219.0.3", nethost.Options{Network: network})
-	out := kb(t, cp, "init", "--node-name", "cp", "--skip-phases", "addon/coredns,addon/storage")
+	out := kb(t, cp, "init", "--node-name", "cp", "--skip-phases", "addon/coredns,addon/storage,addon/metrics-server")
 	m := joinFlags.FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("no join command in init's output:\n%s", out)

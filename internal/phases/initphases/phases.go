@@ -12,8 +12,10 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	aggregator "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/bootstraptoken/clusterinfo"
 	nodebootstraptoken "k8s.io/kubernetes/cmd/kubeadm/app/phases/bootstraptoken/node"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
@@ -57,12 +59,16 @@ type Data struct {
 	SingleNode bool
 	// Hardened lists the settings --hardened added, for the log.
 	Hardened []string
+	// AddOnSettings lists the settings the add-ons need that init turned
+	// on, for the log.
+	AddOnSettings []string
 	// ControlPlaneOnly brings up the control plane without the node side
 	// (`kubeboot dev up --mode control-plane`): no kubelet to check for or
 	// wait for, and no root privileges needed.
 	ControlPlaneOnly bool
 
 	client kubernetes.Interface
+	rest   *rest.Config
 }
 
 // NewData wires the domain objects of one init run.
@@ -106,12 +112,24 @@ func (d *Data) Client() (kubernetes.Interface, error) {
 	if d.client != nil {
 		return d.client, nil
 	}
-	c, _, err := apiclient.FromKubeconfig(d.FS.Path(kubeconfig.AdminPath), d.localServer())
+	c, rc, err := apiclient.FromKubeconfig(d.FS.Path(kubeconfig.AdminPath), d.localServer())
 	if err != nil {
 		return nil, err
 	}
-	d.client = c
+	d.client, d.rest = c, rc
 	return c, nil
+}
+
+// aggregator is the client of the API server's aggregation layer
+// (APIServices), as Client's admin.
+func (d *Data) aggregator() (aggregator.Interface, error) {
+	if _, err := d.Client(); err != nil {
+		return nil, err
+	}
+	if d.rest == nil { // a client set by a test
+		return nil, fmt.Errorf("no REST configuration for the aggregation layer")
+	}
+	return aggregator.NewForConfig(d.rest)
 }
 
 func (d *Data) apiTimeout() time.Duration { return d.Cfg.Init.Timeouts.KubernetesAPICall.Duration }
@@ -190,6 +208,7 @@ func Phases() []phase {
 			{Name: "coredns", Short: "Install the CoreDNS addon to a Kubernetes cluster", RunIf: func(d *Data) bool { return !d.Cfg.Cluster.DNS.Disabled }, Run: runCoreDNS},
 			{Name: "kube-proxy", Short: "Install the kube-proxy addon to a Kubernetes cluster", RunIf: func(d *Data) bool { return !d.Cfg.Cluster.Proxy.Disabled }, Run: runKubeProxy},
 			{Name: "storage", Short: "Install the storage addon: local-path-provisioner behind the default StorageClass", Run: runStorage},
+			{Name: "metrics-server", Short: "Install the metrics addon: metrics-server behind the metrics.k8s.io API (kubectl top)", Run: runMetricsServer},
 		}},
 		{Name: "show-join-command", Short: "Show the join command for control-plane and worker node", Run: runShowJoinCommand},
 	}
@@ -418,6 +437,31 @@ func runStorage(ctx context.Context, d *Data) error {
 		return err
 	}
 	d.Logf("[addons] Applied addon: storage (the default StorageClass %q: rancher's local-path-provisioner, each node's volumes under %s/<node>)", addons.StorageClass, node.StorageRoot)
+	return nil
+}
+
+// MetricsServerPhase is the path of the metrics add-on's phase.
+const MetricsServerPhase = "addon/metrics-server"
+
+func runMetricsServer(ctx context.Context, d *Data) error {
+	if err := d.WaitAllImages(ctx); err != nil {
+		return err
+	}
+	if err := d.withClient(ctx, "install the metrics addon", func(ctx context.Context, c kubernetes.Interface) error {
+		a, err := d.aggregator()
+		if err != nil {
+			return err
+		}
+		return addons.EnsureMetricsServer(ctx, c, a)
+	}); err != nil {
+		return err
+	}
+	how := "the kubelets verified against the cluster CA"
+	if !d.Renderer().ServesTLSBootstrap() {
+		// `init phase addon metrics-server` on a cluster made without it.
+		how = "WARNING: the kubelets serve self-signed certificates (serverTLSBootstrap is off), which metrics-server refuses: set serverTLSBootstrap: true in the KubeletConfiguration"
+	}
+	d.Logf("[addons] Applied addon: metrics-server (the metrics.k8s.io API for kubectl top; %s)", how)
 	return nil
 }
 
