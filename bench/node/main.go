@@ -43,6 +43,7 @@ func main() {
 	runs := flag.Int("runs", 3, "init runs, each on a fresh root")
 	pods := flag.Int("pods", 50, "test-server pods to start in the last run")
 	idle := flag.Duration("idle", 60*time.Second, "wait after init before measuring the footprint (last run)")
+	flag.StringVar(&skipPhases, "skip-phases", "", "init's --skip-phases (addon/storage,addon/metrics-server: the node without the add-ons beyond CoreDNS)")
 	flag.Parse()
 	if err := run(*runs, *pods, *idle); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -161,11 +162,18 @@ func client(h *nethost.Host) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(rc)
 }
 
+// skipPhases is init's --skip-phases, when set.
+var skipPhases string
+
 func once(h *nethost.Host) (sample, kubernetes.Interface, error) {
 	var s sample
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := h.Kubeboot("init", "--node-name", "bench", "--single-node")
+	args := []string{"init", "--node-name", "bench", "--single-node"}
+	if skipPhases != "" {
+		args = append(args, "--skip-phases", skipPhases)
+	}
+	cmd := h.Kubeboot(args...)
 	start := time.Now()
 	done := make(chan struct{})
 	var out string

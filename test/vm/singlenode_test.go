@@ -49,6 +49,28 @@ spec:
     args: ["--port", "9090"]
 `
 
+// volumeApp is a pod of the operator's image that writes a line into a
+// volume of the default StorageClass (the storage add-on's).
+const volumeApp = `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: default}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 16Mi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: keeper, namespace: default}
+spec:
+  containers:
+  - name: keeper
+    image: example.test/web:v1
+    imagePullPolicy: Never
+    args: ["--port", "8081", "--keep", "/data/stamp"]
+    volumeMounts: [{name: data, mountPath: /data}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: data}}]
+`
+
 // serves checks, on the VM, that the web Service answers from the host
 // and from a pod by name, that the pod resolves cluster names, and that
 // logs and exec work.
@@ -130,8 +152,23 @@ cat > /root/web.yaml <<'YAML'
 k apply -f /root/web.yaml
 `+serves+`
 echo "uids: $(k get pod -l app=web -o jsonpath='{.items[*].metadata.uid}')"
+# The add-ons: a volume of the default StorageClass on this node's disk,
+# and kubectl top (metrics-server verifies the kubelet against the
+# cluster CA: it refuses a self-signed certificate).
+cat > /root/vol.yaml <<'YAML'
+`+volumeApp+`YAML
+k apply -f /root/vol.yaml
+waitFor 300 "a pod with a volume Ready" k wait --for=condition=Ready pod/keeper --timeout=20s
+echo "volume: $(cat /var/lib/kubeboot/storage/*/*_default_data/stamp)"
+waitFor 300 "kubectl top nodes" k top nodes
+k delete -f /root/vol.yaml --wait
 `)
 	t.Logf("workload:\n%s", out)
+	for _, want := range []string{"volume: written by keeper ", "kubectl top nodes: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("after the workload: no %q", want)
+		}
+	}
 	uids := regexp.MustCompile(`uids: (.*)`).FindStringSubmatch(out)
 
 	// A reboot: nothing typed, the node comes back serving the same pods.
@@ -152,7 +189,7 @@ echo "modules: $(lsmod | awk '$1=="br_netfilter"{print $1}')"
 	out = v.MustRun(10*time.Minute, `
 kubeboot reset --force > /root/reset.log 2>&1 || { tail -30 /root/reset.log; exit 1; }
 grep -E 'Unloaded|back to|Removed "/etc/(modules|sysctl)|Stopped|Disabled' /root/reset.log || true
-rm -f /root/reset.log /root/init.log /root/web.tar /root/web.yaml
+rm -f /root/reset.log /root/init.log /root/web.tar /root/web.yaml /root/vol.yaml
 `)
 	t.Logf("reset:\n%s", out)
 	after := v.MustRun(2*time.Minute, snapshot)
