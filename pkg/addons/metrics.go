@@ -94,8 +94,25 @@ func EnsureMetricsServer(ctx context.Context, c kubernetes.Interface, a aggregat
 	if err := apiclient.CreateOrUpdate(ctx, c.AppsV1().Deployments(ns).Create, c.AppsV1().Deployments(ns).Update, MetricsServerDeployment()); err != nil {
 		return err
 	}
+	return ensureAPIService(ctx, a, MetricsAPIServiceObject())
+}
+
+// ensureAPIService creates api or updates the one there (a restored
+// cluster, `init phase addon metrics-server` again): the API server
+// refuses an update of an APIService that names no resourceVersion.
+func ensureAPIService(ctx context.Context, a aggregator.Interface, api *apiregistrationv1.APIService) error {
 	apis := a.ApiregistrationV1().APIServices()
-	return apiclient.CreateOrUpdate(ctx, apis.Create, apis.Update, MetricsAPIServiceObject())
+	old, err := apis.Get(ctx, api.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = apis.Create(ctx, api, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	api.ResourceVersion = old.ResourceVersion
+	_, err = apis.Update(ctx, api, metav1.UpdateOptions{})
+	return err
 }
 
 // ensureService creates svc or updates the one there, keeping the cluster

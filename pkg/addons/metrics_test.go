@@ -2,9 +2,17 @@ package addons
 
 import (
 	"context"
+
 	"slices"
 	"strings"
 	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	k8stesting "k8s.io/client-go/testing"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -20,6 +28,22 @@ import (
 func TestEnsureMetricsServer(t *testing.T) {
 	ctx := context.Background()
 	c, a := fake.NewClientset(), aggregatorfake.NewSimpleClientset()
+	// As the API server: an APIService is updated only at the
+	// resourceVersion it has (a restored cluster has it already).
+	updates := 0
+	a.PrependReactor("create", "apiservices", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		action.(k8stesting.CreateAction).GetObject().(*apiregistrationv1.APIService).ResourceVersion = "1"
+		return false, nil, nil
+	})
+	a.PrependReactor("update", "apiservices", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		updates++
+		obj := action.(k8stesting.UpdateAction).GetObject().(*apiregistrationv1.APIService)
+		if obj.ResourceVersion == "" {
+			return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "apiregistration.k8s.io", Kind: "APIService"}, obj.Name,
+				field.ErrorList{field.Invalid(field.NewPath("metadata", "resourceVersion"), 0, "must be specified for an update")})
+		}
+		return false, nil, nil
+	})
 	if err := EnsureMetricsServer(ctx, c, a); err != nil {
 		t.Fatal(err)
 	}
@@ -33,6 +57,9 @@ func TestEnsureMetricsServer(t *testing.T) {
 	}
 	if err := EnsureMetricsServer(ctx, c, a); err != nil {
 		t.Fatalf("again: %v", err)
+	}
+	if updates != 1 {
+		t.Errorf("the second run updated the APIService %d times, want 1", updates)
 	}
 	if svc, _ = c.CoreV1().Services("kube-system").Get(ctx, metricsServer, metav1.GetOptions{}); svc.Spec.ClusterIP != "10.96.0.77" {
 		t.Errorf("the second run changed the cluster IP to %q", svc.Spec.ClusterIP)
