@@ -39,9 +39,11 @@ type Shared struct {
 	// (node.ShimSocketDir): outside the root prefix when the root's path
 	// is too long, else in the state dir, gone with the rest by then.
 	ShimSocketDir string
-	// StorageLink is the host path linked to the node's volume directory
-	// (node.StorageLink), "" if none; Root is the node's root prefix.
-	StorageLink, Root string
+	// StorageLinks is the host directory of the storage add-on's links
+	// into nodes' roots (node.StorageRoot), "" with the root prefix /:
+	// the links into Root, the node's root prefix, are removed (found by
+	// their target, not by the node's name, which a reset may not know).
+	StorageLinks, Root string
 	// ContainerIDs are the containers (sandboxes among them) it ran.
 	ContainerIDs []string
 	Out          io.Writer
@@ -87,11 +89,15 @@ func (s Shared) Remove() error {
 		}
 	}
 	var storageParent string
-	if s.StorageLink != "" {
-		if target, err := os.Readlink(s.StorageLink); err == nil && within(target, s.Root) {
-			remove(s.StorageLink)
+	if s.StorageLinks != "" {
+		links, _ := os.ReadDir(s.StorageLinks)
+		for _, e := range links {
+			link := filepath.Join(s.StorageLinks, e.Name())
+			if target, err := os.Readlink(link); err == nil && within(target, s.Root) {
+				remove(link)
+			}
 		}
-		storageParent = filepath.Dir(s.StorageLink)
+		storageParent = s.StorageLinks
 	}
 	var shimParent string
 	if s.ShimSocketDir != "" {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/util/keyutil"
 
 	"github.com/kubeboot/kubeboot/pkg/images"
+	"github.com/kubeboot/kubeboot/pkg/node"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 
@@ -229,6 +230,13 @@ func TestHardened(t *testing.T) {
 			kb(t, h, "reset", "--force")
 			if files := listAll(h.Root); len(files) != 0 {
 				t.Errorf("%s: reset left %v", h.Name, files)
+			}
+		}
+		// Nor the links of their volume directories (a joined control
+		// plane's once stayed).
+		for _, name := range []string{"w1", "cp2", "cp1"} {
+			if target, err := os.Readlink(filepath.Join(node.StorageRoot, name)); err == nil {
+				t.Errorf("reset left the link %s -> %s", filepath.Join(node.StorageRoot, name), target)
 			}
 		}
 	})

@@ -194,7 +194,7 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	shared := cleanup.Shared{
 		PodLogsDir: fs.Path(node.PodLogsDir), CNINetwork: node.CNINetwork(fs),
 		ShimSocketDir: node.ShimSocketDir(fs), ContainerIDs: ids, Out: d.Out,
-		StorageLink: node.StorageLink(fs, name), Root: fs.Path("/"),
+		StorageLinks: storageLinks(fs), Root: fs.Path("/"),
 	}
 	if err := shared.Remove(); err != nil {
 		return err
@@ -275,6 +275,15 @@ func flagValue(args []string, name string) string {
 }
 
 // nodeName reads the node's name from its kubelet spec.
+// storageLinks is where a node whose root prefix is not / links its
+// volume directory from (node.StorageLink), "" with the root prefix /.
+func storageLinks(fs fsys.FS) string {
+	if fs.Path("/") == "/" {
+		return ""
+	}
+	return node.StorageRoot
+}
+
 func nodeName(fs fsys.FS) string {
 	return flagValue(specArgs(fs, component.Kubelet), "--hostname-override")
 }
