@@ -162,11 +162,8 @@ func CoreDNSDeployment(o DNSOptions) *appsv1.Deployment {
 							TopologyKey:   "kubernetes.io/hostname",
 						}}},
 					}},
-					Tolerations: []corev1.Toleration{
-						{Key: "CriticalAddonsOnly", Operator: corev1.TolerationOpExists},
-						{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule},
-					},
-					NodeSelector: map[string]string{"kubernetes.io/os": "linux"},
+					Tolerations:  addOnTolerations(),
+					NodeSelector: linuxNodes(),
 					Containers: []corev1.Container{{
 						Name:            "coredns",
 						Image:           images.CoreDNS,
@@ -206,3 +203,16 @@ func CoreDNSDeployment(o DNSOptions) *appsv1.Deployment {
 		},
 	}
 }
+
+// addOnTolerations let a cluster add-on's pods run where only add-ons
+// may (CriticalAddonsOnly) and on control-plane nodes, as kubeadm's
+// CoreDNS does.
+func addOnTolerations() []corev1.Toleration {
+	return []corev1.Toleration{
+		{Key: "CriticalAddonsOnly", Operator: corev1.TolerationOpExists},
+		{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule},
+	}
+}
+
+// linuxNodes is an add-on's node selector: Linux nodes only.
+func linuxNodes() map[string]string { return map[string]string{"kubernetes.io/os": "linux"} }

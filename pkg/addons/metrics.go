@@ -195,11 +195,8 @@ func MetricsServerDeployment() *appsv1.Deployment {
 				Spec: corev1.PodSpec{
 					PriorityClassName:  "system-cluster-critical",
 					ServiceAccountName: metricsServer,
-					Tolerations: []corev1.Toleration{
-						{Key: "CriticalAddonsOnly", Operator: corev1.TolerationOpExists},
-						{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule},
-					},
-					NodeSelector: map[string]string{"kubernetes.io/os": "linux"},
+					Tolerations:        addOnTolerations(),
+					NodeSelector:       linuxNodes(),
 					Containers: []corev1.Container{{
 						Name:            metricsServer,
 						Image:           images.MetricsServer,

@@ -177,11 +177,8 @@ func LocalPathDeployment() *appsv1.Deployment {
 				Spec: corev1.PodSpec{
 					PriorityClassName:  "system-cluster-critical",
 					ServiceAccountName: localPath,
-					Tolerations: []corev1.Toleration{
-						{Key: "CriticalAddonsOnly", Operator: corev1.TolerationOpExists},
-						{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule},
-					},
-					NodeSelector: map[string]string{"kubernetes.io/os": "linux"},
+					Tolerations:        addOnTolerations(),
+					NodeSelector:       linuxNodes(),
 					Containers: []corev1.Container{{
 						Name:            localPath,
 						Image:           images.LocalPathProvisioner,
