@@ -14,6 +14,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/hardening"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+	"github.com/kubeboot/kubeboot/pkg/manifests"
 	"github.com/kubeboot/kubeboot/pkg/node"
 )
 
@@ -45,6 +46,11 @@ type InitOptions struct {
 	// (addresses, or a resolv.conf naming them; "" forwards nowhere); nil
 	// means the host's resolver configuration without loopback servers.
 	DNSUpstream *string
+	// Manifests is a directory whose manifests (its .yaml, .yml and .json
+	// files) init copies into the control plane's manifests directory,
+	// which kubeboot applies to the cluster and keeps applied (package
+	// manifests); "" copies none.
+	Manifests string
 	// SkipTokenPrint and SkipCertificateKeyPrint withhold those secrets
 	// from the printed join commands, as kubeadm's flags of those names.
 	SkipTokenPrint, SkipCertificateKeyPrint bool
@@ -159,6 +165,12 @@ func (o *InitOptions) data() (*initphases.Data, workflow.Options, error) {
 	}
 	if d.Mirrors, err = o.mirrors(c.Init.NodeRegistration.CRISocket); err != nil {
 		return nil, workflow.Options{}, err
+	}
+	if o.Manifests != "" {
+		// Refuse a file that does not parse before anything is written.
+		if d.Manifests, err = manifests.ReadDir(o.Manifests); err != nil {
+			return nil, workflow.Options{}, fmt.Errorf("--manifests: %w", err)
+		}
 	}
 	d.SingleNode = o.SingleNode
 	d.Hardened = hardened

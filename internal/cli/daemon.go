@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 
 	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/daemon"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/manifests"
 	"github.com/kubeboot/kubeboot/pkg/service"
 	"github.com/kubeboot/kubeboot/pkg/supervisor"
 )
@@ -132,9 +135,38 @@ func newStatusCommand(g *GlobalFlags, s Streams) *cobra.Command {
 			for _, c := range r.Components {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%d\t%s\t%s\n", c.Name, component.RoleOf(c.Name), pidString(c), c.State, c.Ready, c.Restarts, time.Since(c.Since).Round(time.Second), c.LogFile)
 			}
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			return printManifests(fs, s.Out)
 		},
 	}
+}
+
+// printManifests shows what became of each file of the control plane's
+// manifests directory, when it has any.
+func printManifests(fs fsys.FS, out io.Writer) error {
+	st, err := manifests.ReadState(fs)
+	if err != nil {
+		return fmt.Errorf("the manifests' state: %w", err)
+	}
+	if len(st.Files) == 0 {
+		return nil
+	}
+	fmt.Fprintf(out, "\nManifests of %s:\n", fs.Path(manifests.Dir))
+	w := tabwriter.NewWriter(out, 4, 4, 3, ' ', 0)
+	fmt.Fprintln(w, "FILE\tSTATE\tOBJECTS\tSINCE\tERROR")
+	for _, f := range st.Files {
+		state := "Applied"
+		switch {
+		case f.Deleted:
+			state = "Deleting"
+		case f.Error != "":
+			state = "Failed"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\n", f.Name, state, len(f.Objects), time.Since(f.Since).Round(time.Second), strings.ReplaceAll(f.Error, "\n", "; "))
+	}
+	return w.Flush()
 }
 
 func pidString(c supervisor.Status) string {

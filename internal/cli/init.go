@@ -13,6 +13,7 @@ import (
 	"github.com/kubeboot/kubeboot/internal/phases/initphases"
 	"github.com/kubeboot/kubeboot/internal/workflow"
 	"github.com/kubeboot/kubeboot/pkg/config"
+	"github.com/kubeboot/kubeboot/pkg/manifests"
 )
 
 // initOptions are the flags of `init` and of each `init phase` command.
@@ -29,6 +30,7 @@ type initOptions struct {
 	explain               bool
 	lifecycle             config.Lifecycle
 	registryMirrors       []string
+	manifests             string
 }
 
 func (o *initOptions) addFlags(fs *pflag.FlagSet) {
@@ -43,6 +45,7 @@ func (o *initOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.singleNode, "single-node", false, "Let the control-plane node run workloads: no NoSchedule taint (a single-node cluster)")
 	fs.BoolVar(&o.explain, "explain", false, "Under each phase's log line, name every file written, its mode and what it is: a certificate's identity and issuer, a kubeconfig's user and server, a component's ports")
 	fs.BoolVar(&o.hardened, "hardened", false, "Turn on what the CIS Kubernetes benchmark asks and kubeadm leaves off: an audit log, Secrets encrypted at rest, no profiling endpoints, kubelet serving certificates from the cluster CA (verified by the API server). The settings go into the cluster's configuration, so nodes that join get them too; `kubeboot config print init-defaults --hardened` shows them")
+	fs.StringVar(&o.manifests, "manifests", "", "A directory of manifests (.yaml, .yml, .json files) to copy into the control plane's manifests directory, "+manifests.Dir+" under the root: kubeboot applies each with server-side apply, again when it changes, and deletes its objects when it is deleted")
 	fs.StringVar(&o.dnsUpstream, "dns-upstream", "", "Where CoreDNS forwards names outside the cluster: addresses, or a resolv.conf naming them; \"\" forwards nowhere. By default the host's resolver configuration, without loopback servers (a local stub such as systemd-resolved's cannot be reached from pods)")
 }
 
@@ -90,7 +93,7 @@ func (o *initOptions) options(g *GlobalFlags, s Streams, fs *pflag.FlagSet) (clu
 		Node:    cluster.Node{Root: g.Root, DryRun: o.dryRun, Explain: o.explain, Out: s.Out, Err: s.Err},
 		Runtime: cluster.Runtime{Binary: exe, Lifecycle: &o.lifecycle, RegistryMirrors: o.registryMirrors, IgnorePreflightErrors: o.ignorePreflightErrors},
 		Config:  c, SingleNode: o.singleNode, Hardened: o.hardened, UploadCerts: o.uploadCerts,
-		SkipTokenPrint: o.skipTokenPrint, SkipCertificateKeyPrint: o.skipCertKeyPrint,
+		SkipTokenPrint: o.skipTokenPrint, SkipCertificateKeyPrint: o.skipCertKeyPrint, Manifests: o.manifests,
 	}
 	if fs.Changed("dns-upstream") {
 		opts.DNSUpstream = &o.dnsUpstream

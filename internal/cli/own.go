@@ -15,6 +15,7 @@ var ownShort = map[string]string{
 	component.CAAgent:         "Follow rotations of the cluster CA on this node",
 	component.CSRApprover:     "Approve the kubelets' serving certificates for known nodes",
 	component.APIServerLB:     "Run the node-local API server load balancer",
+	component.ManifestApplier: "Apply the manifests directory of this control plane to the cluster",
 }
 
 // newOwnComponentCommands are the hidden commands that run one of

@@ -81,11 +81,26 @@ func (r Renderer) EtcdSnapshotterSpec() Spec {
 	return sp
 }
 
+// ManifestApplier names kubeboot's applier of the control plane's
+// manifests directory (package manifests).
+const ManifestApplier = "manifest-applier"
+
+// ManifestApplierSpec renders the applier of the manifests directory, as
+// the cluster's administrator (admin.conf). It starts with the API server
+// and waits for it.
+func (r Renderer) ManifestApplierSpec() Spec {
+	conf := r.kubeconfig("admin.conf")
+	sp := r.own(ManifestApplier, Own{ManifestApplier: &ManifestApplierConfig{NodeName: r.Cfg.Init.NodeRegistration.Name, Kubeconfig: conf}})
+	sp.After = []string{APIServer}
+	sp.RestartOn = []string{conf}
+	return sp
+}
+
 // InDaemon are kubeboot's own components, which the node daemon runs in
 // its own process (a spec without Exec), each from the typed
 // configuration its spec carries (Own): they go with the daemon's binary,
 // and an upgrade does not replace them one by one.
-var InDaemon = []string{NetAgent, CertRenewer, EtcdSnapshotter, CAAgent, CSRApprover, APIServerLB}
+var InDaemon = []string{NetAgent, CertRenewer, EtcdSnapshotter, CAAgent, CSRApprover, APIServerLB, ManifestApplier}
 
 // IsInDaemon reports whether the daemon runs name in its own process.
 func IsInDaemon(name string) bool { return slices.Contains(InDaemon, name) }

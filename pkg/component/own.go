@@ -23,6 +23,7 @@ type Own struct {
 	NetAgent        *NetAgentConfig        `json:"netAgent,omitempty"`
 	CSRApprover     *CSRApproverConfig     `json:"csrApprover,omitempty"`
 	APIServerLB     *APIServerLBConfig     `json:"apiServerLB,omitempty"`
+	ManifestApplier *ManifestApplierConfig `json:"manifestApplier,omitempty"`
 }
 
 // Issue is how a component re-issues the node's certificates: where they
@@ -92,6 +93,15 @@ type APIServerLBConfig struct {
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 }
 
+// ManifestApplierConfig configures the applier of the control plane's
+// manifests directory (package manifests).
+type ManifestApplierConfig struct {
+	// NodeName is the node its Events are about.
+	NodeName string `json:"nodeName"`
+	// Kubeconfig (a host path) may apply anything: the administrator's.
+	Kubeconfig string `json:"kubeconfig"`
+}
+
 // Validate checks that exactly the field of component name is set, with
 // what it cannot run without.
 func (o *Own) Validate(name string) error {
@@ -99,7 +109,8 @@ func (o *Own) Validate(name string) error {
 		return fmt.Errorf("the %s spec carries no configuration", name)
 	}
 	set := map[string]bool{CertRenewer: o.CertRenewer != nil, EtcdSnapshotter: o.EtcdSnapshotter != nil, CAAgent: o.CAAgent != nil,
-		NetAgent: o.NetAgent != nil, CSRApprover: o.CSRApprover != nil, APIServerLB: o.APIServerLB != nil}
+		NetAgent: o.NetAgent != nil, CSRApprover: o.CSRApprover != nil, APIServerLB: o.APIServerLB != nil,
+		ManifestApplier: o.ManifestApplier != nil}
 	for n, ok := range set {
 		if ok != (n == name) {
 			return fmt.Errorf("the %s spec must carry the configuration of %s only", name, name)
@@ -132,6 +143,10 @@ func (o *Own) Validate(name string) error {
 	case APIServerLB:
 		if o.APIServerLB.Seed == "" || o.APIServerLB.CAFile == "" {
 			missing = "seed and caFile"
+		}
+	case ManifestApplier:
+		if o.ManifestApplier.NodeName == "" || o.ManifestApplier.Kubeconfig == "" {
+			missing = "nodeName and kubeconfig"
 		}
 	}
 	if missing != "" {

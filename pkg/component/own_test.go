@@ -46,6 +46,7 @@ func TestLegacyOwnSpecs(t *testing.T) {
 	rendered := map[string]Spec{
 		CertRenewer: r.CertRenewerSpec(), EtcdSnapshotter: r.EtcdSnapshotterSpec(), CAAgent: r.CAAgentSpec(),
 		NetAgent: r.NetAgentSpec(), CSRApprover: r.CSRApproverSpec(), APIServerLB: r.APIServerLBSpec("10.0.0.1:6443"),
+		ManifestApplier: r.ManifestApplierSpec(),
 	}
 	store := Store{FS: fs}
 	for _, name := range InDaemon {
@@ -56,9 +57,12 @@ func TestLegacyOwnSpecs(t *testing.T) {
 		if got := strings.Join(want.Args, " "); got != "--root "+dir+" "+name {
 			t.Errorf("%s runs by hand as %q", name, got)
 		}
-		// Written as an older kubeboot did: its flags, no Own.
+		// Written as an older kubeboot did: its flags, no Own (for the
+		// components an older kubeboot had).
 		old := want
-		old.Own, old.Args = nil, legacy[name]
+		if args, ok := legacy[name]; ok {
+			old.Own, old.Args = nil, args
+		}
 		b, _ := json.Marshal(old)
 		if err := os.MkdirAll(host(SpecDir), 0o700); err != nil {
 			t.Fatal(err)

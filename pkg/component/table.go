@@ -38,6 +38,7 @@ var Table = []Declared{
 	{Name: CSRApprover, Role: RoleControlPlane, Render: Renderer.CSRApproverSpec, Runs: Renderer.ServesTLSBootstrap},
 	{Name: CertRenewer, Role: RoleControlPlane, Render: Renderer.CertRenewerSpec},
 	{Name: EtcdSnapshotter, Role: RoleControlPlane, Render: Renderer.EtcdSnapshotterSpec, Runs: Renderer.SnapshotsRun},
+	{Name: ManifestApplier, Role: RoleControlPlane, Render: Renderer.ManifestApplierSpec},
 	{Name: Containerd, Role: RoleNode, Runs: Renderer.ManagedContainerd},
 	{Name: Kubelet, Role: RoleNode, Render: Renderer.KubeletSpec},
 	{Name: KubeProxy, Role: RoleNode, Render: Renderer.KubeProxySpec},

@@ -40,6 +40,7 @@ func TestPrograms(t *testing.T) {
 		"kube-controller-manager": {"kube-controller-manager", "/mod/k8s.io/kubernetes@v1.37.2/cmd/kube-controller-manager"},
 		"netagent":                {"kubeboot", "${workspaceFolder}/cmd/kubeboot"},
 		"cert-renewer":            {"kubeboot", "${workspaceFolder}/cmd/kubeboot"},
+		"manifest-applier":        {"kubeboot", "${workspaceFolder}/cmd/kubeboot"},
 		"containerd":              {"containerd", "/mod/github.com/containerd/containerd/v2@v" + version.Containerd + "/cmd/containerd"},
 	}
 	for _, l := range ls {

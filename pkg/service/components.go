@@ -16,6 +16,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/etcdbackup"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/manifests"
 	"github.com/kubeboot/kubeboot/pkg/netagent"
 	"github.com/kubeboot/kubeboot/pkg/renewal"
 )
@@ -61,6 +62,20 @@ func New(fs fsys.FS, spec component.Spec, logf func(format string, args ...any))
 		}
 	case o.APIServerLB != nil:
 		start = apiServerLB(fs, o.APIServerLB, logf)
+	case o.ManifestApplier != nil:
+		c := o.ManifestApplier
+		start = func(context.Context) (func(context.Context, func()) error, error) {
+			_, rc, err := apiclient.FromKubeconfig(c.Kubeconfig, "")
+			if err != nil {
+				return nil, err
+			}
+			t, err := manifests.NewCluster(rc, c.NodeName)
+			if err != nil {
+				return nil, err
+			}
+			a := &manifests.Applier{FS: fs, Target: t, Logf: logf}
+			return readyAtOnce(a.Run), nil
+		}
 	}
 	return newService(spec.Name, start), nil
 }

@@ -111,7 +111,7 @@ func TestSingleNode(t *testing.T) {
 	t.Run("init", func(t *testing.T) {
 		start := time.Now()
 		// A variable of init's environment must not reach the components.
-		cmd := h.Kubeboot("init", "--node-name", "n1", "--single-node")
+		cmd := h.Kubeboot("init", "--node-name", "n1", "--single-node", "--manifests", initManifests(t))
 		cmd.Env = append(os.Environ(), "E2E_INIT_SECRET=hunter2")
 		out, err := nethost.Run(cmd)
 		if err != nil {
@@ -209,6 +209,7 @@ func TestSingleNode(t *testing.T) {
 	})
 
 	t.Run("kubectl top", func(t *testing.T) { testMetrics(t, h, []string{"n1"}, initEnd) })
+	t.Run("manifests directory", func(t *testing.T) { testManifests(t, h, "n1") })
 	t.Run("foreign images", func(t *testing.T) { testForeignImages(t, h) })
 	t.Run("volumes", func(t *testing.T) { testStorage(t, h, map[string]*nethost.Host{"n1": h}) })
 

@@ -31,6 +31,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/hardening"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+	"github.com/kubeboot/kubeboot/pkg/manifests"
 	"github.com/kubeboot/kubeboot/pkg/node"
 	"github.com/kubeboot/kubeboot/pkg/nodeup"
 	"github.com/kubeboot/kubeboot/pkg/pki"
@@ -57,6 +58,9 @@ type Data struct {
 	// SingleNode leaves the control-plane taint off, so that the one node
 	// runs workloads.
 	SingleNode bool
+	// Manifests are the files init copies into the manifests directory
+	// (init --manifests), by name.
+	Manifests []manifests.Source
 	// Hardened lists the settings --hardened added, for the log.
 	Hardened []string
 	// AddOnSettings lists the settings the add-ons need that init turned
@@ -181,6 +185,7 @@ func Phases() []phase {
 					Run: controlPlane(component.Renderer.CertRenewerSpec)},
 				{Name: "etcd-snapshotter", Short: "Start kubeboot's scheduled etcd snapshots (--etcd-snapshot-interval)",
 					RunIf: func(d *Data) bool { return d.Renderer().SnapshotsRun() }, Run: controlPlane(component.Renderer.EtcdSnapshotterSpec)},
+				{Name: "manifest-applier", Short: "Start kubeboot's applier of the manifests directory (init --manifests copies into it)", Run: runManifestApplier},
 			}},
 		{Name: "kubelet-start", Short: "Write kubelet settings and (re)start the kubelet", Run: runKubeletStart},
 		{Name: "wait-control-plane", Short: "Wait for the control plane to start", Run: runWaitControlPlane},
@@ -293,6 +298,27 @@ func controlPlane(render func(component.Renderer) component.Spec) func(context.C
 	return func(_ context.Context, d *Data) error {
 		return d.WriteSpec(render(d.Renderer()), "control-plane")
 	}
+}
+
+// runManifestApplier copies the manifests of init --manifests into the
+// manifests directory and starts its applier.
+func runManifestApplier(ctx context.Context, d *Data) error {
+	if len(d.Manifests) > 0 {
+		var names []string
+		for _, m := range d.Manifests {
+			names = append(names, m.Name)
+		}
+		d.Logf("[control-plane] Copying the manifests %s into %q, which kubeboot applies to the cluster and keeps applied", strings.Join(names, ", "), d.FS.Path(manifests.Dir))
+		if err := d.FS.MkdirAll(manifests.Dir, 0o700); err != nil {
+			return err
+		}
+		for _, m := range d.Manifests {
+			if err := d.FS.WriteFile(path.Join(manifests.Dir, m.Name), m.Data, 0o600); err != nil {
+				return err
+			}
+		}
+	}
+	return controlPlane(component.Renderer.ManifestApplierSpec)(ctx, d)
 }
 
 func runWaitControlPlane(ctx context.Context, d *Data) error {
