@@ -141,7 +141,7 @@ func TestUpgradePhases(t *testing.T) {
 		t.Errorf("upgrade apply --help (exit %d) lacks its phases:\n%s", code, out)
 	}
 	_, e, code := run(t, "upgrade", "node", "--root", t.TempDir(), "--binary", "x", "--skip-phases", "etcd-snapshot")
-	if code == 0 || !strings.Contains(e, `unknown phase "etcd-snapshot"; phases are: preflight, binary, components`) {
+	if code == 0 || !strings.Contains(e, `unknown phase "etcd-snapshot"; phases are: preflight, binary, images, components, addon`) {
 		t.Errorf("upgrade node --skip-phases etcd-snapshot (exit %d): %s", code, e)
 	}
 	_, e, code = run(t, "upgrade", "apply", "phase", "preflight", "--root", t.TempDir(), "--binary", "x")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -83,12 +84,36 @@ same way: "images export" writes an archive, "images import" loads one
 		},
 	}
 	build.Flags().StringVarP(&output, "output", "o", "", "Archive to write")
+	var builtin bool
 	imp := &cobra.Command{
-		Use:   "import ARCHIVE...",
-		Short: "Import image archives (docker save or OCI layout tarballs) into the node's containerd",
-		Args:  cobra.MinimumNArgs(1),
+		Use:   "import [ARCHIVE...]",
+		Short: "Import image archives (docker save or OCI layout tarballs), or with --builtin the images built from this binary, into the node's containerd",
+		Args: func(_ *cobra.Command, args []string) error {
+			if builtin != (len(args) == 0) {
+				return fmt.Errorf("give the archives to import, or --builtin")
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sock := criSocketPath(g.FS(false, nil), criSocket)
+			if builtin {
+				files, cleanup, err := builtImageFiles()
+				if err != nil {
+					return err
+				}
+				defer cleanup()
+				start := time.Now()
+				streamed, err := images.ImportBuilt(cmd.Context(), sock, files.Open, images.All())
+				if err != nil {
+					return err
+				}
+				var names []string
+				for _, img := range images.All() {
+					names = append(names, img.Name)
+				}
+				fmt.Fprintf(s.Out, "imported %s in %s (%.0f MiB of layers)\n", strings.Join(names, " "), time.Since(start).Round(time.Millisecond), float64(streamed)/(1<<20))
+				return nil
+			}
 			for _, a := range args {
 				f, err := os.Open(a)
 				if err != nil {
@@ -104,6 +129,7 @@ same way: "images export" writes an archive, "images import" loads one
 			return nil
 		},
 	}
+	imp.Flags().BoolVar(&builtin, "builtin", false, "Import the images built from this binary (those `images list` names), as init does: after `upgrade node`, say, or when some were removed")
 	var exportOut string
 	exp := &cobra.Command{
 		Use:   "export IMAGE...",

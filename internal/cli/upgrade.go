@@ -51,12 +51,14 @@ on each worker (a node is never newer than the API server it talks to).
 
 Each component restarts from the new binary alone, once the previous one is ready
 again; pods keep running. ` + "`upgrade rollback`" + ` puts back what the last upgrade of this
-node replaced. The node daemon itself, and what it runs in its own process
-(netagent, cert-renewer, etcd-snapshotter), move to the new binary when the daemon
-is next started from it.`,
+node replaced. Each node imports the new binary's images; the add-ons (CoreDNS, storage,
+metrics-server) move to them once every node runs the new version (` + "`upgrade addons`" + `).
+The node daemon itself, and what it runs in its own process (netagent, cert-renewer,
+etcd-snapshotter, manifest-applier), move to the new binary when the daemon is next
+started from it.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newUpgradePlanCommand(g, s), newUpgradeRunCommand(g, s, true), newUpgradeRunCommand(g, s, false), newUpgradeRollbackCommand(g, s))
+	cmd.AddCommand(newUpgradePlanCommand(g, s), newUpgradeRunCommand(g, s, true), newUpgradeRunCommand(g, s, false), newUpgradeAddOnsCommand(g, s), newUpgradeRollbackCommand(g, s))
 	return cmd
 }
 
@@ -118,6 +120,22 @@ func newUpgradeRunCommand(g *GlobalFlags, s Streams, apply bool) *cobra.Command 
 		}
 	})
 	return cmd
+}
+
+func newUpgradeAddOnsCommand(g *GlobalFlags, s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "addons",
+		Short: "Move the cluster's add-ons (CoreDNS, storage, metrics-server) to this binary's images, once every node runs its version",
+		Long: `Move the add-ons kubeboot made (CoreDNS, the storage add-on, metrics-server) to the
+images of this kubeboot binary. Run it with the new binary, on a control plane, once every
+node runs its version: ` + "`upgrade apply` and `upgrade node`" + ` import the new images on each node
+and move the add-ons themselves when the node they upgrade is the last; this command is for
+when the last node upgraded was a worker. CoreDNS keeps its Corefile and replica count.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return upgrade.MoveAddOns(cmd.Context(), g.FS(false, s.Out), func(format string, args ...any) { fmt.Fprintf(s.Out, format+"\n", args...) })
+		},
+	}
 }
 
 func newUpgradeRollbackCommand(g *GlobalFlags, s Streams) *cobra.Command {

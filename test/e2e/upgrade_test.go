@@ -34,7 +34,7 @@ func TestUpgrade(t *testing.T) {
 	network := newNetwork(t, "kbu-net")
 	cp := newHostWith(t, "kbu-cp", "10.219.0.2", nethost.Options{Network: network})
 	w := newHostWith(t, "kbu-w", "10.219.0.3", nethost.Options{Network: network})
-	out := kb(t, cp, "init", "--node-name", "cp", "--skip-phases", "addon/coredns,addon/storage,addon/metrics-server")
+	out := kb(t, cp, "init", "--node-name", "cp", "--skip-phases", "addon/storage,addon/metrics-server")
 	m := joinFlags.FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("no join command in init's output:\n%s", out)
@@ -87,6 +87,18 @@ func TestUpgrade(t *testing.T) {
 	if !strings.Contains(out, "[upgrade/successful] SUCCESS!") {
 		t.Errorf("upgrade apply:\n%s", out)
 	}
+	// The new images on this node; the add-ons wait for the worker's.
+	if !strings.Contains(grepLines(out, "[upgrade/images] imported "), strings.Replace(images.CoreDNS, "v1.37.2", "v1.37.3", 1)) ||
+		!strings.Contains(out, "[upgrade/addons] The add-ons (CoreDNS, storage, metrics-server) stay on their images until every node runs v1.37.3") ||
+		!strings.Contains(out, "still to upgrade: w (v1.37.2)") {
+		t.Errorf("upgrade apply does not import the new images, or does not say the add-ons wait for the worker:\n%s", grepLines(out, "[upgrade/"))
+	}
+	corednsImage := func() string {
+		return kubectl(t, cp, "-n", "kube-system", "get", "deployment", "coredns", "-o", "jsonpath={.spec.template.spec.containers[0].image}")
+	}
+	if img := corednsImage(); img != images.CoreDNS {
+		t.Errorf("CoreDNS moved to %s while the worker, which runs it, lacks the image", img)
+	}
 	snaps, _ := filepath.Glob(filepath.Join(cp.Root, "var/lib/kubeboot/upgrade/snapshots/pre-upgrade-v1.37.2-*.snapshot"))
 	if len(snaps) != 1 {
 		t.Errorf("the snapshot before the upgrade: %v", snaps)
@@ -112,6 +124,26 @@ func TestUpgrade(t *testing.T) {
 		t.Errorf("the pod made before the upgrade: %q, was %q", after, podBefore)
 	}
 	waitNodeReady(t, w, cp, "w", time.Now())
+	if !strings.Contains(out, "[upgrade/addons] Every node runs v1.37.3 now: move the add-ons") {
+		t.Errorf("upgrade node of the last node does not say the add-ons can move:\n%s", grepLines(out, "[upgrade/"))
+	}
+
+	// The add-ons, with the new binary on the control plane: CoreDNS rolls
+	// out on the worker, from the image its upgrade imported.
+	start = time.Now()
+	out, err := nethost.Run(cp.Command(next, "--root", cp.Root, "upgrade", "addons"))
+	newCoreDNS := strings.Replace(images.CoreDNS, "v1.37.2", "v1.37.3", 1)
+	if err != nil || !strings.Contains(out, "[upgrade/addons] Moved CoreDNS from "+images.CoreDNS+" to "+newCoreDNS) {
+		t.Fatalf("upgrade addons: %v\n%s", err, out)
+	}
+	kubectl(t, cp, "-n", "kube-system", "rollout", "status", "deployment/coredns", "--timeout=120s")
+	if img := corednsImage(); img != newCoreDNS {
+		t.Errorf("CoreDNS runs %s after upgrade addons", img)
+	}
+	t.Logf("upgrade addons: CoreDNS rolled out on %s in %s", newCoreDNS, time.Since(start).Round(time.Millisecond))
+	if out, err := nethost.Run(cp.Command(next, "--root", cp.Root, "upgrade", "addons")); err != nil || !strings.Contains(out, "Every add-on runs the images of v1.37.3 already") {
+		t.Errorf("a second upgrade addons: %v\n%s", err, out)
+	}
 
 	out = kb(t, w, "upgrade", "rollback")
 	if !strings.Contains(out, "[upgrade] kubelet runs from the node daemon's binary again") {

@@ -9,14 +9,18 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/kubeboot/kubeboot/internal/workflow"
+	"github.com/kubeboot/kubeboot/pkg/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/etcdbackup"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/upgrade"
 )
 
@@ -67,7 +71,7 @@ func ApplyPhases() []phase {
 	return []phase{
 		{Name: "preflight", Short: "Check kubeadm's version-skew policy against the cluster, and ask", Run: runApplyPreflight},
 		{Name: "etcd-snapshot", Short: "Save etcd with the cluster's keys before anything changes", RunIf: hasLocalEtcd, Run: runEtcdSnapshot},
-		binaryPhase(), componentsPhase(),
+		binaryPhase(), imagesPhase(), componentsPhase(), addOnsPhase(),
 	}
 }
 
@@ -75,7 +79,7 @@ func ApplyPhases() []phase {
 func NodePhases() []phase {
 	return []phase{
 		{Name: "preflight", Short: "Check that the node stays within the version skew of the API server", Run: runNodePreflight},
-		binaryPhase(), componentsPhase(),
+		binaryPhase(), imagesPhase(), componentsPhase(), addOnsPhase(),
 	}
 }
 
@@ -88,6 +92,118 @@ func binaryPhase() phase {
 
 func componentsPhase() phase {
 	return phase{Name: "components", Short: "Restart each component from the new binary, each once the one before is ready", Run: runComponents}
+}
+
+func imagesPhase() phase {
+	return phase{Name: "images", Short: "Import the new binary's images (pause, CoreDNS, the add-ons') into the node's containerd", Run: runImages}
+}
+
+func addOnsPhase() phase {
+	return phase{Name: "addon", Short: "Move the add-ons to the new binary's images once every node runs its version (on a control plane; a worker says when)",
+		Run: runAddOns}
+}
+
+// runImages imports the images the new binary builds, with the new binary
+// (they are tagged with its version): the add-ons move to them once every
+// node holds them.
+func runImages(ctx context.Context, d *Data) error {
+	bin, err := d.install(ctx)
+	if err != nil {
+		return err
+	}
+	args := []string{"images", "import", "--builtin"}
+	sock, err := upgrade.CRISocket(d.FS)
+	if err != nil {
+		return err
+	}
+	if sock != "" {
+		args = append(args, "--cri-socket", sock)
+	}
+	out, err := upgrade.RunBinary(ctx, d.FS, bin, args...)
+	if err != nil {
+		return err
+	}
+	d.logf("[upgrade/images] %s", strings.TrimSpace(out))
+	return nil
+}
+
+// runAddOns moves the add-ons with the new binary, whose manifests and
+// images they take, once no node is left on another version; otherwise
+// it says how to finish.
+func runAddOns(ctx context.Context, d *Data) error {
+	t, err := d.Target(ctx)
+	if err != nil {
+		return err
+	}
+	bin, err := d.install(ctx)
+	if err != nil {
+		return err
+	}
+	// A worker's kubelet may list the nodes too; only the administrator
+	// moves the add-ons.
+	admin := fsys.Exists(d.FS, kubeconfig.AdminPath)
+	conf := path.Join(kubeconfig.Dir, kubeconfig.Kubelet)
+	if admin {
+		conf = kubeconfig.AdminPath
+	}
+	c, _, err := apiclient.FromKubeconfig(d.FS.Path(conf), "")
+	if err != nil {
+		return err
+	}
+	want := "v" + t.Version.String()
+	behind, err := upgrade.NodesBehind(ctx, c, want)
+	if err != nil && !admin {
+		d.logf("[upgrade/addons] WARNING: could not list the nodes with the kubelet's credentials (%v): once every node runs %s, move the add-ons to its images with `kubeboot upgrade addons` (the new binary) on a control plane", err, want)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// This node's kubelet, just restarted, reports its new version with
+	// its next status update: wait for it, not for the others.
+	self := d.nodeName()
+	for deadline := time.Now().Add(time.Minute); slices.ContainsFunc(behind, func(n upgrade.NodeVersion) bool { return n.Name == self }) && time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+		if behind, err = upgrade.NodesBehind(ctx, c, want); err != nil {
+			return err
+		}
+	}
+	root := ""
+	if r := d.FS.Path("/"); r != "/" {
+		root = " --root " + r
+	}
+	switch {
+	case len(behind) > 0:
+		d.logf("[upgrade/addons] The add-ons (CoreDNS, storage, metrics-server) stay on their images until every node runs %s and holds its images, which `kubeboot upgrade node` imports; still to upgrade: %s. The last `upgrade node` of a control plane moves them; if the last is a worker's, run then on a control plane `kubeboot%s upgrade addons` with the new binary", want, upgrade.List(behind), root)
+		return nil
+	case !admin:
+		d.logf("[upgrade/addons] Every node runs %s now: move the add-ons to its images by running on a control plane `kubeboot upgrade addons` with the new binary (here: %s)", want, bin)
+		return nil
+	}
+	out, err := upgrade.RunBinary(ctx, d.FS, bin, "upgrade", "addons")
+	if err != nil {
+		return err
+	}
+	fmt.Fprint(d.Out, out)
+	return nil
+}
+
+// nodeName is this node's name, as its kubelet registers it.
+func (d *Data) nodeName() string {
+	sp, ok, err := component.Store{FS: d.FS}.Get(component.Kubelet)
+	if err != nil || !ok {
+		return ""
+	}
+	for _, a := range sp.Args {
+		if v, ok := strings.CutPrefix(a, "--hostname-override="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 func hasLocalEtcd(d *Data) bool { return fsys.Exists(d.FS, component.SpecPath(component.Etcd)) }
