@@ -125,8 +125,11 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 	return res, nil
 }
 
-// controlPlaneOnlySkips are the phases of the node side.
-var controlPlaneOnlySkips = []string{"kubelet-start", "mark-control-plane", "kubelet-finalize", "addon/coredns"}
+// controlPlaneOnlySkips are the phases of the node side, and the add-ons
+// that run on nodes: with none, metrics-server's APIService would stay
+// unavailable, and a namespace could then never finish deleting (the
+// namespace controller waits for every API group's discovery).
+var controlPlaneOnlySkips = []string{"kubelet-start", "mark-control-plane", "kubelet-finalize", "addon/coredns", "addon/storage", initphases.MetricsServerPhase}
 
 // data loads and validates the configuration before anything is written.
 func (o *InitOptions) data() (*initphases.Data, workflow.Options, error) {

@@ -6,7 +6,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -98,39 +97,19 @@ func EnsureMetricsServer(ctx context.Context, c kubernetes.Interface, a aggregat
 }
 
 // ensureAPIService creates api or updates the one there (a restored
-// cluster, `init phase addon metrics-server` again): the API server
-// refuses an update of an APIService that names no resourceVersion.
+// cluster, `init phase addon metrics-server` again).
 func ensureAPIService(ctx context.Context, a aggregator.Interface, api *apiregistrationv1.APIService) error {
 	apis := a.ApiregistrationV1().APIServices()
-	old, err := apis.Get(ctx, api.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		_, err = apis.Create(ctx, api, metav1.CreateOptions{})
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	api.ResourceVersion = old.ResourceVersion
-	_, err = apis.Update(ctx, api, metav1.UpdateOptions{})
-	return err
+	return apiclient.Ensure(ctx, apis.Get, apis.Create, apis.Update, api, nil)
 }
 
 // ensureService creates svc or updates the one there, keeping the cluster
 // IP the API server gave it (an update without it is refused).
 func ensureService(ctx context.Context, c kubernetes.Interface, svc *corev1.Service) error {
 	svcs := c.CoreV1().Services(svc.Namespace)
-	old, err := svcs.Get(ctx, svc.Name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		_, err = svcs.Create(ctx, svc, metav1.CreateOptions{})
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	svc.Spec.ClusterIP, svc.Spec.ClusterIPs = old.Spec.ClusterIP, old.Spec.ClusterIPs
-	svc.ResourceVersion = old.ResourceVersion
-	_, err = svcs.Update(ctx, svc, metav1.UpdateOptions{})
-	return err
+	return apiclient.Ensure(ctx, svcs.Get, svcs.Create, svcs.Update, svc, func(old, svc *corev1.Service) {
+		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = old.Spec.ClusterIP, old.Spec.ClusterIPs
+	})
 }
 
 // MetricsServerService is the Service the APIService names.

@@ -46,6 +46,31 @@ func CreateOrUpdate[T any](ctx context.Context,
 	return err
 }
 
+// Ensure creates obj, or updates the one there at its resourceVersion
+// (some kinds, an APIService say, refuse an update without one); keep,
+// when set, first copies onto obj what the server assigned to the one
+// there (a Service's cluster IP).
+func Ensure[T metav1.Object](ctx context.Context,
+	get func(context.Context, string, metav1.GetOptions) (T, error),
+	create func(context.Context, T, metav1.CreateOptions) (T, error),
+	update func(context.Context, T, metav1.UpdateOptions) (T, error),
+	obj T, keep func(old, obj T)) error {
+	old, err := get(ctx, obj.GetName(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = create(ctx, obj, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if keep != nil {
+		keep(old, obj)
+	}
+	obj.SetResourceVersion(old.GetResourceVersion())
+	_, err = update(ctx, obj, metav1.UpdateOptions{})
+	return err
+}
+
 // Retry runs f until it succeeds, ctx ends or timeout passes; it is for
 // calls that fail while a freshly started control plane settles (RBAC
 // caches warming, leader election). An error no retry can mend (Invalid,
