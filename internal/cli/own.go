@@ -16,6 +16,7 @@ var ownShort = map[string]string{
 	component.CSRApprover:     "Approve the kubelets' serving certificates for known nodes",
 	component.APIServerLB:     "Run the node-local API server load balancer",
 	component.ManifestApplier: "Apply the manifests directory of this control plane to the cluster",
+	component.StorageScaler:   "Run the storage add-on's provisioner only while claims or volumes of its class exist",
 }
 
 // newOwnComponentCommands are the hidden commands that run one of

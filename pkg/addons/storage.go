@@ -144,7 +144,12 @@ func EnsureStorage(ctx context.Context, c kubernetes.Interface) error {
 	if err := apiclient.CreateOrUpdate(ctx, c.CoreV1().ConfigMaps(ns).Create, c.CoreV1().ConfigMaps(ns).Update, cm); err != nil {
 		return err
 	}
-	if err := apiclient.CreateOrUpdate(ctx, c.AppsV1().Deployments(ns).Create, c.AppsV1().Deployments(ns).Update, LocalPathDeployment()); err != nil {
+	// No replica until a claim of its class exists (StorageScaler); one
+	// that runs keeps running.
+	deployments := c.AppsV1().Deployments(ns)
+	if err := apiclient.Ensure(ctx, deployments.Get, deployments.Create, deployments.Update, LocalPathDeployment(), func(old, d *appsv1.Deployment) {
+		d.Spec.Replicas = old.Spec.Replicas
+	}); err != nil {
 		return err
 	}
 	return apiclient.CreateOrUpdate(ctx, c.StorageV1().StorageClasses().Create, c.StorageV1().StorageClasses().Update, LocalPathStorageClass())
@@ -161,15 +166,16 @@ func LocalPathStorageClass() *storagev1.StorageClass {
 	}
 }
 
-// LocalPathDeployment runs the provisioner: one replica, on any node (a
-// control plane's too), its config from the ConfigMap, which it reads
-// again when it changes.
+// LocalPathDeployment runs the provisioner: on any node (a control
+// plane's too), its config from the ConfigMap, which it reads again when
+// it changes. It has no replica: StorageScaler gives it one while claims
+// or volumes of its class exist.
 func LocalPathDeployment() *appsv1.Deployment {
 	const mount = "/etc/config/"
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: localPath, Namespace: metav1.NamespaceSystem, Labels: localPathLabels},
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
+			Replicas: ptr.To[int32](0),
 			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
 			Selector: &metav1.LabelSelector{MatchLabels: localPathLabels},
 			Template: corev1.PodTemplateSpec{

@@ -96,11 +96,25 @@ func (r Renderer) ManifestApplierSpec() Spec {
 	return sp
 }
 
+// StorageScaler names kubeboot's scaler of the storage add-on's
+// provisioner (addons.StorageScaler).
+const StorageScaler = "storage-scaler"
+
+// StorageScalerSpec renders the scaler of the storage add-on's
+// provisioner, as the administrator (admin.conf).
+func (r Renderer) StorageScalerSpec() Spec {
+	conf := r.kubeconfig("admin.conf")
+	sp := r.own(StorageScaler, Own{StorageScaler: &StorageScalerConfig{Kubeconfig: conf}})
+	sp.After = []string{APIServer}
+	sp.RestartOn = []string{conf}
+	return sp
+}
+
 // InDaemon are kubeboot's own components, which the node daemon runs in
 // its own process (a spec without Exec), each from the typed
 // configuration its spec carries (Own): they go with the daemon's binary,
 // and an upgrade does not replace them one by one.
-var InDaemon = []string{NetAgent, CertRenewer, EtcdSnapshotter, CAAgent, CSRApprover, APIServerLB, ManifestApplier}
+var InDaemon = []string{NetAgent, CertRenewer, EtcdSnapshotter, CAAgent, CSRApprover, APIServerLB, ManifestApplier, StorageScaler}
 
 // IsInDaemon reports whether the daemon runs name in its own process.
 func IsInDaemon(name string) bool { return slices.Contains(InDaemon, name) }

@@ -24,6 +24,7 @@ type Own struct {
 	CSRApprover     *CSRApproverConfig     `json:"csrApprover,omitempty"`
 	APIServerLB     *APIServerLBConfig     `json:"apiServerLB,omitempty"`
 	ManifestApplier *ManifestApplierConfig `json:"manifestApplier,omitempty"`
+	StorageScaler   *StorageScalerConfig   `json:"storageScaler,omitempty"`
 }
 
 // Issue is how a component re-issues the node's certificates: where they
@@ -102,6 +103,14 @@ type ManifestApplierConfig struct {
 	Kubeconfig string `json:"kubeconfig"`
 }
 
+// StorageScalerConfig configures the scaler of the storage add-on's
+// provisioner (addons.StorageScaler).
+type StorageScalerConfig struct {
+	// Kubeconfig (a host path) may scale kube-system's Deployments: the
+	// administrator's.
+	Kubeconfig string `json:"kubeconfig"`
+}
+
 // Validate checks that exactly the field of component name is set, with
 // what it cannot run without.
 func (o *Own) Validate(name string) error {
@@ -110,7 +119,7 @@ func (o *Own) Validate(name string) error {
 	}
 	set := map[string]bool{CertRenewer: o.CertRenewer != nil, EtcdSnapshotter: o.EtcdSnapshotter != nil, CAAgent: o.CAAgent != nil,
 		NetAgent: o.NetAgent != nil, CSRApprover: o.CSRApprover != nil, APIServerLB: o.APIServerLB != nil,
-		ManifestApplier: o.ManifestApplier != nil}
+		ManifestApplier: o.ManifestApplier != nil, StorageScaler: o.StorageScaler != nil}
 	for n, ok := range set {
 		if ok != (n == name) {
 			return fmt.Errorf("the %s spec must carry the configuration of %s only", name, name)
@@ -147,6 +156,10 @@ func (o *Own) Validate(name string) error {
 	case ManifestApplier:
 		if o.ManifestApplier.NodeName == "" || o.ManifestApplier.Kubeconfig == "" {
 			missing = "nodeName and kubeconfig"
+		}
+	case StorageScaler:
+		if o.StorageScaler.Kubeconfig == "" {
+			missing = "kubeconfig"
 		}
 	}
 	if missing != "" {

@@ -39,6 +39,7 @@ var Table = []Declared{
 	{Name: CertRenewer, Role: RoleControlPlane, Render: Renderer.CertRenewerSpec},
 	{Name: EtcdSnapshotter, Role: RoleControlPlane, Render: Renderer.EtcdSnapshotterSpec, Runs: Renderer.SnapshotsRun},
 	{Name: ManifestApplier, Role: RoleControlPlane, Render: Renderer.ManifestApplierSpec},
+	{Name: StorageScaler, Role: RoleControlPlane, Render: Renderer.StorageScalerSpec},
 	{Name: Containerd, Role: RoleNode, Runs: Renderer.ManagedContainerd},
 	{Name: Kubelet, Role: RoleNode, Render: Renderer.KubeletSpec},
 	{Name: KubeProxy, Role: RoleNode, Render: Renderer.KubeProxySpec},

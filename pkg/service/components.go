@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubeboot/kubeboot/pkg/addons"
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/apilb"
 	"github.com/kubeboot/kubeboot/pkg/carotation"
@@ -75,6 +76,16 @@ func New(fs fsys.FS, spec component.Spec, logf func(format string, args ...any))
 			}
 			a := &manifests.Applier{FS: fs, Target: t, Logf: logf}
 			return readyAtOnce(a.Run), nil
+		}
+	case o.StorageScaler != nil:
+		c := o.StorageScaler
+		start = func(context.Context) (func(context.Context, func()) error, error) {
+			client, _, err := apiclient.FromKubeconfig(c.Kubeconfig, "")
+			if err != nil {
+				return nil, err
+			}
+			s := &addons.StorageScaler{Client: client, Logf: logf}
+			return readyAtOnce(s.Run), nil
 		}
 	}
 	return newService(spec.Name, start), nil

@@ -49,6 +49,13 @@ func testStorage(t *testing.T, h *nethost.Host, nodes map[string]*nethost.Host) 
 	if out := kubectl(t, h, "get", "storageclass", "-o", "jsonpath={range .items[*]}{.metadata.name}:{.metadata.annotations.storageclass\\.kubernetes\\.io/is-default-class}:{.volumeBindingMode}:{.reclaimPolicy} {end}"); strings.TrimSpace(out) != "local-path:true:WaitForFirstConsumer:Delete" {
 		t.Fatalf("storage classes: %q, want the default local-path, WaitForFirstConsumer, Delete", out)
 	}
+	provisioner := func() string {
+		return kubectl(t, h, "-n", "kube-system", "get", "deployment", "local-path-provisioner", "-o", "jsonpath={.spec.replicas}")
+	}
+	// Idle, the provisioner does not run: no claim of its class yet.
+	if r := provisioner(); r != "0" {
+		t.Errorf("the provisioner has %s replicas before any claim, want 0", r)
+	}
 	f := filepath.Join(h.Root, "keeper.yaml")
 	os.WriteFile(f, []byte(fmt.Sprintf(statefulApp, images.TestServer)), 0o644)
 	start := time.Now()
@@ -56,6 +63,9 @@ func testStorage(t *testing.T, h *nethost.Host, nodes map[string]*nethost.Host) 
 	os.Remove(f)
 	kubectl(t, h, "wait", "--for=condition=Ready", "pod/keeper-0", "--timeout=120s")
 	t.Logf("a pod with a new volume Ready %s after apply", time.Since(start).Round(time.Millisecond))
+	if r := provisioner(); r != "1" {
+		t.Errorf("the provisioner has %s replicas with a claim of its class, want 1", r)
+	}
 	pv := kubectl(t, h, "get", "pvc", "data-keeper-0", "-o", "jsonpath={.spec.volumeName}")
 	if pv == "" {
 		t.Fatal("the claim data-keeper-0 is not bound")

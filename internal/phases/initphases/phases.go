@@ -186,6 +186,7 @@ func Phases() []phase {
 				{Name: "etcd-snapshotter", Short: "Start kubeboot's scheduled etcd snapshots (--etcd-snapshot-interval)",
 					RunIf: func(d *Data) bool { return d.Renderer().SnapshotsRun() }, Run: controlPlane(component.Renderer.EtcdSnapshotterSpec)},
 				{Name: "manifest-applier", Short: "Start kubeboot's applier of the manifests directory (init --manifests copies into it)", Run: runManifestApplier},
+				{Name: "storage-scaler", Short: "Start kubeboot's scaler of the storage add-on's provisioner (it runs while claims or volumes of its class exist)", Run: controlPlane(component.Renderer.StorageScalerSpec)},
 			}},
 		{Name: "kubelet-start", Short: "Write kubelet settings and (re)start the kubelet", Run: runKubeletStart},
 		{Name: "wait-control-plane", Short: "Wait for the control plane to start", Run: runWaitControlPlane},
