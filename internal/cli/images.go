@@ -107,11 +107,7 @@ same way: "images export" writes an archive, "images import" loads one
 				if err != nil {
 					return err
 				}
-				var names []string
-				for _, img := range images.All() {
-					names = append(names, img.Name)
-				}
-				fmt.Fprintf(s.Out, "imported %s in %s (%.0f MiB of layers)\n", strings.Join(names, " "), time.Since(start).Round(time.Millisecond), float64(streamed)/(1<<20))
+				fmt.Fprintf(s.Out, "imported %s in %s (%.0f MiB of layers)\n", strings.Join(images.Names(images.All()), " "), time.Since(start).Round(time.Millisecond), float64(streamed)/(1<<20))
 				return nil
 			}
 			for _, a := range args {

@@ -348,6 +348,30 @@ func (s Store) Load() ([]Spec, error) {
 	return Order(specs)
 }
 
+// FlagValue is the value of flag name ("--name") in args, given as
+// "--name=value" or "--name value"; "" when absent.
+func FlagValue(args []string, name string) string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+		if a == name && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// NodeName is the name of the node under s, as its kubelet spec gives it
+// (--hostname-override); "" without a kubelet spec.
+func (s Store) NodeName() string {
+	sp, ok, err := s.Get(Kubelet)
+	if err != nil || !ok {
+		return ""
+	}
+	return FlagValue(sp.Args, "--hostname-override")
+}
+
 // Get reads the spec of one component; ok is false when the node has none.
 func (s Store) Get(name string) (spec Spec, ok bool, err error) {
 	b, err := s.FS.ReadFile(SpecPath(name))

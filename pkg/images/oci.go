@@ -60,6 +60,15 @@ func AddOns() []Image {
 	}
 }
 
+// Names lists the names of images, in order.
+func Names(imgs []Image) []string {
+	var names []string
+	for _, img := range imgs {
+		names = append(names, img.Name)
+	}
+	return names
+}
+
 // FilesOf lists the distinct Files of images, sorted.
 func FilesOf(images []Image) []string { return filesOf(images) }
 

@@ -286,7 +286,7 @@ func (n *Node) StartRuntime(ctx context.Context, prefix string) error {
 func (n *Node) startImageImport(ctx context.Context, criEndpoint string) {
 	n.imported, n.addOnsImported = make(chan error, 1), make(chan error, 1)
 	if n.FS.DryRun() {
-		n.Logf("[dryrun] Would import the images %v", imageNames(images.All()))
+		n.Logf("[dryrun] Would import the images %v", images.Names(images.All()))
 		n.imported <- nil
 		n.addOnsImported <- nil
 		return
@@ -298,7 +298,7 @@ func (n *Node) startImageImport(ctx context.Context, criEndpoint string) {
 		// while an API server comes up.
 		streamed, err := images.ImportBuilt(ctx, sock, n.openImageFile, imgs)
 		if err == nil {
-			n.Logf("[images] Imported %s into containerd in %s (%.0f MiB of layers, no registry contacted)", strings.Join(imageNames(imgs), ", "), time.Since(start).Round(time.Millisecond), float64(streamed)/(1<<20))
+			n.Logf("[images] Imported %s into containerd in %s (%.0f MiB of layers, no registry contacted)", strings.Join(images.Names(imgs), ", "), time.Since(start).Round(time.Millisecond), float64(streamed)/(1<<20))
 		}
 		return err
 	}
@@ -333,14 +333,6 @@ func (n *Node) openImageFile(file string) (io.ReadCloser, int64, error) {
 		return nil, 0, fmt.Errorf("%s helpers extract %s: %v: %s", n.Exe, file, err, bytes.TrimSpace(out))
 	}
 	return images.Files{file: filepath.Join(dir, file)}.Open(file)
-}
-
-func imageNames(imgs []images.Image) []string {
-	var names []string
-	for _, img := range imgs {
-		names = append(names, img.Name)
-	}
-	return names
 }
 
 // WaitImages waits for the import of the node's images StartRuntime

@@ -262,18 +262,6 @@ func (d *Data) deleteNodeAt(ctx context.Context, name string, rc *rest.Config, h
 
 // flagValue is the value of "--name=value" or "--name value" among args,
 // "" when absent.
-func flagValue(args []string, name string) string {
-	for i, a := range args {
-		if v, ok := strings.CutPrefix(a, name+"="); ok {
-			return v
-		}
-		if a == name && i+1 < len(args) {
-			return args[i+1]
-		}
-	}
-	return ""
-}
-
 // nodeName reads the node's name from its kubelet spec.
 // storageLinks is where a node whose root prefix is not / links its
 // volume directory from (node.StorageLink), "" with the root prefix /.
@@ -285,7 +273,7 @@ func storageLinks(fs fsys.FS) string {
 }
 
 func nodeName(fs fsys.FS) string {
-	return flagValue(specArgs(fs, component.Kubelet), "--hostname-override")
+	return component.Store{FS: fs}.NodeName()
 }
 
 // ownOf is the typed configuration of one of kubeboot's own components,

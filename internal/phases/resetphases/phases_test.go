@@ -54,17 +54,3 @@ func TestOtherClientURLs(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
-
-// The kubelet's name is read from its spec's "--hostname-override=", and
-// either form of a flag is understood.
-func TestFlagValue(t *testing.T) {
-	args := []string{"--root", "/r", "apiserver-lb", "--listen", "127.0.0.1:6444", "--seed", "10.0.0.1:6443", "--hostname-override=w1"}
-	for name, want := range map[string]string{"--seed": "10.0.0.1:6443", "--hostname-override": "w1", "--ca-file": "", "--listen": "127.0.0.1:6444"} {
-		if got := flagValue(args, name); got != want {
-			t.Errorf("flagValue(%s) = %q, want %q", name, got, want)
-		}
-	}
-	if got := flagValue([]string{"--seed"}, "--seed"); got != "" {
-		t.Errorf("a flag without its value: %q", got)
-	}
-}

@@ -161,7 +161,7 @@ func runAddOns(ctx context.Context, d *Data) error {
 	}
 	// This node's kubelet, just restarted, reports its new version with
 	// its next status update: wait for it, not for the others.
-	self := d.nodeName()
+	self := component.Store{FS: d.FS}.NodeName()
 	for deadline := time.Now().Add(time.Minute); slices.ContainsFunc(behind, func(n upgrade.NodeVersion) bool { return n.Name == self }) && time.Now().Before(deadline); {
 		select {
 		case <-ctx.Done():
@@ -190,20 +190,6 @@ func runAddOns(ctx context.Context, d *Data) error {
 	}
 	fmt.Fprint(d.Out, out)
 	return nil
-}
-
-// nodeName is this node's name, as its kubelet registers it.
-func (d *Data) nodeName() string {
-	sp, ok, err := component.Store{FS: d.FS}.Get(component.Kubelet)
-	if err != nil || !ok {
-		return ""
-	}
-	for _, a := range sp.Args {
-		if v, ok := strings.CutPrefix(a, "--hostname-override="); ok {
-			return v
-		}
-	}
-	return ""
 }
 
 func hasLocalEtcd(d *Data) bool { return fsys.Exists(d.FS, component.SpecPath(component.Etcd)) }
