@@ -13,29 +13,22 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"flag"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 
 	"github.com/kubeboot/kubeboot/bench/internal/benchutil"
-	"github.com/kubeboot/kubeboot/pkg/images"
+	"github.com/kubeboot/kubeboot/bench/internal/burst"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 
@@ -56,7 +49,7 @@ type sample struct {
 	// dns is when CoreDNS's pods were first seen created, all scheduled,
 	// all with their container running, and all Ready.
 	dns   dnsSteps
-	burst burst
+	burst burst.Result
 }
 
 // dnsSteps is the CoreDNS pods' way to Ready, from init's start: each
@@ -111,7 +104,7 @@ func run(runs, pods int, idle time.Duration) error {
 				// components' memory settles ~20 s after their start.
 				time.Sleep(idle)
 			}
-			if s.burst, err = podBurst(h, c, pods); err != nil {
+			if s.burst, err = burst.Run(c, func() []int { return nodeProcesses(h) }, pods); err != nil {
 				return err
 			}
 		}
@@ -135,16 +128,16 @@ func run(runs, pods int, idle time.Duration) error {
 	fmt.Printf("  init exit                %s\n", pick(func(s sample) time.Duration { return s.exit }))
 	if pods > 0 {
 		fmt.Printf("\n%d-pod burst, median of %d runs:\n", pods, len(samples))
-		fmt.Printf("  CPU per pod (machine busy CPU / %d)   %s\n", pods, pick(func(s sample) time.Duration { return s.burst.cpuPerPod }))
-		fmt.Printf("  pod startup p50 (creation -> Running)  %s\n", pick(func(s sample) time.Duration { return s.burst.p50 }))
-		fmt.Printf("  pod startup p99                        %s\n", pick(func(s sample) time.Duration { return s.burst.p99 }))
+		fmt.Printf("  CPU per pod (machine busy CPU / %d)   %s\n", pods, pick(func(s sample) time.Duration { return s.burst.CPUPerPod }))
+		fmt.Printf("  pod startup p50 (creation -> Running)  %s\n", pick(func(s sample) time.Duration { return s.burst.P50 }))
+		fmt.Printf("  pod startup p99                        %s\n", pick(func(s sample) time.Duration { return s.burst.P99 }))
 		mem := make([]float64, len(samples))
 		for i, s := range samples {
-			mem[i] = s.burst.memPerPodMiB
+			mem[i] = s.burst.MemPerPodMiB
 		}
 		sort.Float64s(mem)
 		fmt.Printf("  memory per pod (PSS delta / %d)       %.1f MiB\n", pods, mem[len(mem)/2])
-		fmt.Printf("  node CPU with the pods Running        %s/s\n", pick(func(s sample) time.Duration { return s.burst.steady }).Round(time.Millisecond))
+		fmt.Printf("  node CPU with the pods Running        %s/s\n", pick(func(s sample) time.Duration { return s.burst.Steady }).Round(time.Millisecond))
 	}
 	return nil
 }
@@ -241,144 +234,4 @@ func nodeProcesses(h *nethost.Host) []int {
 	pids := append(h.Processes(), nethost.PodProcesses()...)
 	sort.Ints(pids)
 	return slices.Compact(pids)
-}
-
-// burst is what a burst of pods measured.
-type burst struct {
-	p50, p99, cpuPerPod time.Duration
-	memPerPodMiB        float64
-	// steady is the node's CPU per second with the pods Running and
-	// nothing else happening.
-	steady time.Duration
-}
-
-// steadyWindow is how long the node's CPU is read with the pods Running.
-const steadyWindow = 20 * time.Second
-
-// podBurst creates a Deployment of n test-server pods and measures, per
-// pod, the time from its creation (seen by a watch) to Running, the
-// machine's busy CPU meanwhile, the API requests it took, and the node's
-// PSS before and after.
-func podBurst(h *nethost.Host, c kubernetes.Interface, n int) (burst, error) {
-	var b burst
-	_, pss0 := benchutil.PSS(nodeProcesses(h))
-	cpu0 := benchutil.CPUOf(nodeProcesses(h))
-	busy0 := benchutil.BusyCPU()
-	req0, err := apiRequests(context.Background(), c)
-	if err != nil {
-		return b, err
-	}
-	if err := podStartup(c, n, &b); err != nil {
-		return b, err
-	}
-	benchutil.PrintCPUBreakdown(cpu0, benchutil.CPUOf(nodeProcesses(h)), benchutil.BusyCPU()-busy0, n)
-	req1, err := apiRequests(context.Background(), c)
-	if err != nil {
-		return b, err
-	}
-	printRequests(req0, req1, n)
-	time.Sleep(5 * time.Second) // the last pods' first seconds of work
-	_, pss1 := benchutil.PSS(nodeProcesses(h))
-	b.memPerPodMiB = float64(pss1-pss0) / 1024 / float64(n)
-	fmt.Printf("node PSS %.1f MiB before the pods, %.1f MiB with them Running: %.2f MiB per pod\n", float64(pss0)/1024, float64(pss1)/1024, b.memPerPodMiB)
-	b.steady = steadyCPU(h, n)
-	return b, nil
-}
-
-// steadyCPU reads the node's CPU over steadyWindow with the n pods Running
-// and nothing else happening: what pods cost while they idle (the
-// runtime's stats, the kubelet's relists and housekeeping). It prints the
-// processes that used any, and returns the node's CPU per second (its
-// processes', not the machine's: over this window, the machine's busy
-// time from /proc/stat once came out negative in two runs of three).
-func steadyCPU(h *nethost.Host, n int) time.Duration {
-	before, busy0 := benchutil.CPUOf(nodeProcesses(h)), benchutil.BusyCPU()
-	time.Sleep(steadyWindow)
-	after, busy := benchutil.CPUOf(nodeProcesses(h)), benchutil.BusyCPU()-busy0
-	byName := map[string]time.Duration{}
-	var node time.Duration
-	for pid, a := range after {
-		if b, ok := before[pid]; ok {
-			d := a.Self + a.Children - b.Self - b.Children
-			byName[a.Name] += d
-			node += d
-		}
-	}
-	perSec := func(d time.Duration) time.Duration { return d * time.Second / steadyWindow }
-	fmt.Printf("node CPU with the %d pods Running, over %s: the node's processes %s/s (the machine's busy CPU %s/s)\n", n, steadyWindow, perSec(node).Round(time.Millisecond), perSec(busy).Round(time.Millisecond))
-	for _, name := range slices.SortedFunc(maps.Keys(byName), func(a, b string) int { return cmp.Compare(byName[b], byName[a]) }) {
-		if d := perSec(byName[name]); d >= time.Millisecond {
-			fmt.Printf("  %-28s %s/s\n", name, d.Round(time.Millisecond))
-		}
-	}
-	return perSec(node)
-}
-
-// podStartup creates a Deployment of n test-server pods and measures, per
-// pod, the time from its creation (seen by a watch) to Running.
-func podStartup(c kubernetes.Interface, n int, b *burst) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	w, err := c.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{LabelSelector: "app=bench"})
-	if err != nil {
-		return err
-	}
-	defer w.Stop()
-	labels := map[string]string{"app": "bench"}
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: "default"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(int32(n)),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{
-					Name: "web", Image: images.TestServer, ImagePullPolicy: corev1.PullIfNotPresent, Args: []string{"--port", "8080"},
-				}}},
-			},
-		},
-	}
-	busy0 := benchutil.BusyCPU()
-	start := time.Now()
-	if _, err := c.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	var mu sync.Mutex
-	created, running := map[string]time.Time{}, map[string]time.Time{}
-	for len(running) < n {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%d of %d pods Running within 5 minutes", len(running), n)
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return fmt.Errorf("watch closed")
-			}
-			p, isPod := ev.Object.(*corev1.Pod)
-			if !isPod || ev.Type == watch.Deleted {
-				continue
-			}
-			now := time.Now()
-			mu.Lock()
-			if _, ok := created[p.Name]; !ok {
-				created[p.Name] = now
-			}
-			if _, ok := running[p.Name]; !ok && p.Status.Phase == corev1.PodRunning {
-				running[p.Name] = now
-			}
-			mu.Unlock()
-		}
-	}
-	all := time.Since(start)
-	busy := benchutil.BusyCPU() - busy0
-	var lat []time.Duration
-	for name, t := range running {
-		lat = append(lat, t.Sub(created[name]))
-	}
-	fmt.Printf("\n%d test-server pods: all Running %s after the Deployment was created; per pod, creation to Running: p50 %s, p99 %s, max %s\n",
-		n, all.Round(time.Millisecond), benchutil.Percentile(lat, 50).Round(time.Millisecond),
-		benchutil.Percentile(lat, 99).Round(time.Millisecond), benchutil.Percentile(lat, 100).Round(time.Millisecond))
-	fmt.Printf("machine CPU busy meanwhile: %s of %s available on %d CPUs (%s per pod)\n",
-		busy.Round(10*time.Millisecond), (all * time.Duration(runtime.NumCPU())).Round(10*time.Millisecond), runtime.NumCPU(), (busy / time.Duration(n)).Round(time.Millisecond))
-	b.p50, b.p99, b.cpuPerPod = benchutil.Percentile(lat, 50), benchutil.Percentile(lat, 99), busy/time.Duration(n)
-	return nil
 }

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
@@ -272,20 +274,67 @@ func MedianOf[S any](samples []S, f func(S) time.Duration) time.Duration {
 func Footprint(pids func() []int, idle time.Duration, what string) {
 	fmt.Printf("waiting %s for the node to idle...\n", idle)
 	time.Sleep(idle)
-	procs, total := PSS(pids())
-	mib := func(kib int64) float64 { return float64(kib) / 1024 }
 	fmt.Printf("\nidle footprint %s after init (sum of PSS of %s; anon: the process's own, file: its share of the executable's pages):\n", idle, what)
-	var upstream, anon, file int64
-	for _, p := range procs {
-		fmt.Printf("  %-40s pid %-7d %7.1f MiB  (anon %6.1f, file %6.1f)\n", p.Name, p.PID, mib(p.KiB), mib(p.AnonKiB), mib(p.FileKiB))
-		anon += p.AnonKiB
-		file += p.FileKiB
-		if upstreamComponent(p.Name) {
-			upstream += p.KiB
+	MeasureIdle(pids()).Print()
+}
+
+// Idle is a node's footprint at rest: the PSS of its processes, and its
+// sum over the node's parts, in KiB.
+type Idle struct {
+	Procs []ProcPSS
+	Total int64
+	// Upstream is Kubernetes' own components (as every kubeadm node runs
+	// them too), Runtime containerd, its shims and the pause containers,
+	// Bootstrapper the bootstrapper's own processes (kubeboot's daemon;
+	// kubeadm leaves none), Other the rest (add-ons, workloads).
+	Upstream, Runtime, Bootstrapper, Other int64
+}
+
+// Own is what the bootstrapper fully owns: its processes and the runtime.
+func (i Idle) Own() int64 { return i.Runtime + i.Bootstrapper }
+
+// MeasureIdle reads the PSS of pids and sums it by part.
+func MeasureIdle(pids []int) Idle {
+	var i Idle
+	i.Procs, i.Total = PSS(pids)
+	for _, p := range i.Procs {
+		switch {
+		case upstreamComponent(p.Name):
+			i.Upstream += p.KiB
+		case runtimeProcess(p.Name):
+			i.Runtime += p.KiB
+		case strings.HasPrefix(p.Name, "kubeboot"):
+			i.Bootstrapper += p.KiB
+		default:
+			i.Other += p.KiB
 		}
 	}
-	fmt.Printf("  %-40s %19.1f MiB  (anon %6.1f, file %6.1f)\n", "total", mib(total), mib(anon), mib(file))
-	fmt.Printf("  %-40s %19.1f MiB\n", "of which Kubernetes' own components", mib(upstream))
+	return i
+}
+
+// MiB is KiB in MiB.
+func MiB(kib int64) float64 { return float64(kib) / 1024 }
+
+// Print prints each process's PSS and the sums.
+func (i Idle) Print() {
+	var anon, file int64
+	for _, p := range i.Procs {
+		fmt.Printf("  %-40s pid %-7d %7.1f MiB  (anon %6.1f, file %6.1f)\n", p.Name, p.PID, MiB(p.KiB), MiB(p.AnonKiB), MiB(p.FileKiB))
+		anon += p.AnonKiB
+		file += p.FileKiB
+	}
+	fmt.Printf("  %-40s %19.1f MiB  (anon %6.1f, file %6.1f)\n", "total", MiB(i.Total), MiB(anon), MiB(file))
+	fmt.Printf("  %-40s %19.1f MiB\n", "of which Kubernetes' own components", MiB(i.Upstream))
+	fmt.Printf("  %-40s %19.1f MiB\n", "containerd, shims, pause", MiB(i.Runtime))
+	fmt.Printf("  %-40s %19.1f MiB\n", "the bootstrapper's own processes", MiB(i.Bootstrapper))
+	fmt.Printf("  %-40s %19.1f MiB\n", "the rest (add-ons, workloads)", MiB(i.Other))
+}
+
+// runtimeProcess reports whether a process (by its name in the footprint)
+// is the container runtime's: containerd, a shim, a pod's pause.
+func runtimeProcess(name string) bool {
+	name = strings.TrimPrefix(name, "kubeboot ")
+	return name == "containerd" || strings.HasPrefix(name, "containerd-shim") || name == "pause"
 }
 
 // upstreamComponent reports whether a process (by its name in the
@@ -375,4 +424,68 @@ func PrintCPUBreakdown(before, after map[int]ProcCPU, busy time.Duration, per in
 		fmt.Printf("  %-28s x%-3d own %6s  children %6s  per pod %5s\n", n, g.n, g.self.Round(10*time.Millisecond), g.children.Round(10*time.Millisecond), ((g.self + g.children) / time.Duration(per)).Round(time.Millisecond))
 	}
 	fmt.Printf("  %-28s      %s of the machine's %s busy (per pod %s); the rest is outside the node's processes\n", "accounted", total.Round(10*time.Millisecond), busy.Round(10*time.Millisecond), (total / time.Duration(per)).Round(time.Millisecond))
+}
+
+// NetnsProcesses lists the processes in the network namespace
+// /run/netns/<name> and all their descendants (a pod's processes live in
+// the pod's own namespace but descend from a shim in the node's), except
+// the pids in exclude: every process of a node whose host is that
+// namespace, whichever tool made it.
+func NetnsProcesses(name string, exclude ...int) []int {
+	var ns unix.Stat_t
+	if err := unix.Stat("/run/netns/"+name, &ns); err != nil {
+		return nil
+	}
+	entries, _ := os.ReadDir("/proc")
+	children := map[int][]int{}
+	var queue []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &st) == nil && st.Ino == ns.Ino && st.Dev == ns.Dev {
+			queue = append(queue, pid)
+		}
+		if ppid, ok := parentOf(pid); ok {
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	seen := map[int]bool{}
+	for _, pid := range exclude {
+		seen[pid] = true
+	}
+	var out []int
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		out = append(out, pid)
+		queue = append(queue, children[pid]...)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// parentOf reads a process's parent pid from /proc/<pid>/stat.
+func parentOf(pid int) (int, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// Fields after the command's closing parenthesis: state, then ppid.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
 }
