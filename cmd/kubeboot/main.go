@@ -12,11 +12,18 @@ import (
 
 	"github.com/kubeboot/kubeboot/internal/cli"
 	"github.com/kubeboot/kubeboot/internal/embedded"
+	"github.com/kubeboot/kubeboot/pkg/supervisor"
 )
 
 func main() {
 	components := embedded.Components()
 	if run, ok := components[filepath.Base(os.Args[0])]; ok {
+		// Started ahead of its dependencies (component.Spec.Prestart),
+		// a component's process has its package initialisation behind it
+		// here and waits for the daemon to let it go on.
+		if !supervisor.WaitGate() {
+			os.Exit(0)
+		}
 		os.Exit(run(os.Args[1:]))
 	}
 	if len(os.Args) > 1 && !cli.IsOwnSubcommand(os.Args[1:]) {

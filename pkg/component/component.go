@@ -49,6 +49,13 @@ type Spec struct {
 	// too (a joining control plane's API server for its etcd member, which
 	// starts only once it has joined).
 	Requires []string `json:"requires,omitempty"`
+	// Prestart starts the process before what it is After is ready and
+	// holds it, once the runtime and package initialisation are done, until
+	// the supervisor lets it go on (supervisor.WaitGate, which the
+	// kubeboot binary calls before a component's own code): its start
+	// overlaps its dependencies' instead of following it. Only for
+	// components the kubeboot binary runs.
+	Prestart bool `json:"prestart,omitempty"`
 	// Uses lists components this one talks to but does not wait for at
 	// its start (the API server retries etcd): Order puts them first all
 	// the same, so that the daemon, which stops components in reverse

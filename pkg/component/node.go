@@ -85,11 +85,12 @@ func (r Renderer) KubeletSpec() Spec {
 		}
 	}
 	return Spec{
-		Name:  Kubelet,
-		Args:  a.List(),
-		After: after,
-		Probe: Probe{URL: fmt.Sprintf("http://127.0.0.1:%d/healthz", KubeletHealthzPort)},
-		Dirs:  dirs,
+		Name:     Kubelet,
+		Args:     a.List(),
+		After:    after,
+		Prestart: true,
+		Probe:    Probe{URL: fmt.Sprintf("http://127.0.0.1:%d/healthz", KubeletHealthzPort)},
+		Dirs:     dirs,
 		// The kubelet reads its kubeconfig's CA and holds its client
 		// certificate from its start: the CA agent records each rotation
 		// step it applies there.
@@ -112,10 +113,11 @@ func (r Renderer) CAAgentSpec() Spec {
 // server among them) worked only about 3 s later.
 func (r Renderer) KubeProxySpec() Spec {
 	return Spec{
-		After: []string{APIServer},
-		Name:  KubeProxy,
-		Args:  []string{"--config=" + r.FS.Path(node.KubeProxyConfig)},
-		Probe: Probe{URL: fmt.Sprintf("http://127.0.0.1:%d/healthz", KubeProxyHealthz)},
+		After:    []string{APIServer},
+		Prestart: true,
+		Name:     KubeProxy,
+		Args:     []string{"--config=" + r.FS.Path(node.KubeProxyConfig)},
+		Probe:    Probe{URL: fmt.Sprintf("http://127.0.0.1:%d/healthz", KubeProxyHealthz)},
 		// A control plane's kube-proxy.conf embeds its certificate; a
 		// worker's names the kubelet's rotating files, and never changes.
 		RestartOn: []string{r.FS.Path(node.KubeProxyConf)},

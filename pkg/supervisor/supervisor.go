@@ -13,6 +13,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -282,7 +285,9 @@ func (s *Supervisor) loop(ctx context.Context, p *proc) {
 	defer close(p.done)
 	backoff := firstBackoff
 	for {
-		if !s.waitDeps(ctx, p) {
+		// A Prestart component waits for its dependencies in runOnce,
+		// its process started and held.
+		if !p.spec.Prestart && !s.waitDeps(ctx, p) {
 			break
 		}
 		started := time.Now()
@@ -399,19 +404,62 @@ func (s *Supervisor) runOnce(ctx context.Context, p *proc) string {
 	}
 	fmt.Fprintf(p.log, "==== %s starting %s\n", time.Now().Format(time.RFC3339Nano), p.spec.Name)
 	cmd.Stdout, cmd.Stderr = p.log, p.log
+	var gate *os.File
+	if p.spec.Prestart {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return err.Error()
+		}
+		defer w.Close()
+		gate = w
+		cmd.ExtraFiles = []*os.File{r} // fd 3
+		cmd.Env = append(cmd.Env, GateEnv+"=3")
+		defer r.Close()
+	}
 	if err := cmd.Start(); err != nil {
 		return err.Error()
+	}
+	if gate != nil {
+		cmd.ExtraFiles[0].Close() // the child's end
 	}
 	if s.opts.Started != nil {
 		s.opts.Started(p.spec, cmd.Process.Pid)
 	}
+	state := StateStarting
+	if gate != nil {
+		state = StateWaiting
+	}
 	p.set(func(st *Status) {
-		st.PID, st.State, st.Ready, st.Since = cmd.Process.Pid, StateStarting, false, time.Now()
+		st.PID, st.State, st.Ready, st.Since = cmd.Process.Pid, state, false, time.Now()
 	})
 	s.opts.OnChange()
-	s.opts.Logf("started %s (pid %d)", p.spec.Name, cmd.Process.Pid)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	if gate != nil {
+		s.opts.Logf("started %s (pid %d), held until %s ready", p.spec.Name, cmd.Process.Pid, strings.Join(append(slices.Clone(p.spec.After), p.spec.Requires...), ", "))
+		deps := make(chan bool, 1)
+		depsCtx, stopDeps := context.WithCancel(ctx)
+		go func() { deps <- s.waitDeps(depsCtx, p) }()
+		select {
+		case err := <-exited:
+			stopDeps()
+			return exitString(err)
+		case ok := <-deps:
+			stopDeps()
+			if ok {
+				_, err := gate.Write([]byte{1})
+				gate.Close()
+				if err != nil {
+					s.opts.Logf("letting %s go on: %v", p.spec.Name, err)
+				}
+				p.set(func(st *Status) { st.State, st.Since = StateStarting, time.Now() })
+				s.opts.OnChange()
+				s.opts.Logf("let %s go on", p.spec.Name)
+			}
+		}
+	} else {
+		s.opts.Logf("started %s (pid %d)", p.spec.Name, cmd.Process.Pid)
+	}
 	probeCtx, stopProbe := context.WithCancel(ctx)
 	defer stopProbe()
 	go s.probe(probeCtx, p)
@@ -529,3 +577,28 @@ func (s *Supervisor) probe(ctx context.Context, p *proc) {
 }
 
 var _ io.Writer = (*LogFile)(nil)
+
+// GateEnv names the file descriptor on which a Prestart component's
+// process waits for its dependencies (see WaitGate).
+const GateEnv = "KUBEBOOT_GATE_FD"
+
+// WaitGate is the process side of Prestart: when the supervisor started
+// this process held, it blocks until the supervisor lets it go on, and
+// reports false if the supervisor closed the gate without (it is stopping
+// the component). Without a gate it returns true at once.
+func WaitGate() bool {
+	v, ok := os.LookupEnv(GateEnv)
+	if !ok {
+		return true
+	}
+	os.Unsetenv(GateEnv) // not for the component's own children
+	fd, err := strconv.Atoi(v)
+	if err != nil {
+		return true
+	}
+	f := os.NewFile(uintptr(fd), "gate")
+	defer f.Close()
+	var b [1]byte
+	n, _ := f.Read(b[:])
+	return n == 1
+}

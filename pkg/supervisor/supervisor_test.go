@@ -235,3 +235,30 @@ func TestRestartInProcess(t *testing.T) {
 		t.Errorf("%d runs, want 2", runs)
 	}
 }
+
+// A Prestart component's process starts before its dependency is ready,
+// waits at the gate, and goes on once the dependency is ready.
+func TestPrestartHoldsTheProcess(t *testing.T) {
+	dir := t.TempDir()
+	passed := filepath.Join(dir, "passed")
+	s := New(Options{LogDir: dir, StopTimeout: 2 * time.Second})
+	defer s.Stop()
+	// What WaitGate does, in sh: read one byte from the gate's fd.
+	held := component.Spec{Name: "held", Exec: "/bin/sh", Prestart: true, Requires: []string{"dep"},
+		Args: []string{"-c", `[ "$` + GateEnv + `" = 3 ] && head -c1 <&3 >/dev/null && touch ` + passed + ` && exec sleep 30`}}
+	s.Apply([]component.Spec{held})
+	waitFor(t, "held started", func() bool { st, _ := statusOf(s, "held"); return st.PID != 0 })
+	time.Sleep(300 * time.Millisecond)
+	if st, _ := statusOf(s, "held"); st.State != StateWaiting || st.Ready {
+		t.Fatalf("held before its dependency is ready: %+v", st)
+	}
+	if _, err := os.Stat(passed); err == nil {
+		t.Fatal("the process went past the gate before its dependency was ready")
+	}
+	dep := component.Spec{Name: "dep", Exec: "/bin/sleep", Args: []string{"30"}}
+	s.Apply([]component.Spec{dep, held})
+	waitFor(t, "held let go on and ready", func() bool { st, _ := statusOf(s, "held"); return st.Ready })
+	if _, err := os.Stat(passed); err != nil {
+		t.Fatal("ready without passing the gate")
+	}
+}
