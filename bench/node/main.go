@@ -208,13 +208,16 @@ func once(h *nethost.Host) (sample, kubernetes.Interface, error) {
 				}
 			}
 		}
-		// CoreDNS Ready: every CoreDNS pod's Ready condition is true (the
-		// Deployment's readyReplicas follows seconds later, on the
-		// controller-manager's schedule).
+		// CoreDNS Ready: as many CoreDNS pods as its Deployment asks for,
+		// each with its Ready condition true (the Deployment's
+		// readyReplicas follows, on the controller-manager's schedule).
 		if s.dnsReady == 0 {
-			if pl, err := c.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"}); err == nil {
-				s.dns.observe(pl.Items, 2, time.Since(start))
-				s.dnsReady = s.dns.ready
+			d, err := c.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+			if err == nil && d.Spec.Replicas != nil {
+				if pl, err := c.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"}); err == nil {
+					s.dns.observe(pl.Items, int(*d.Spec.Replicas), time.Since(start))
+					s.dnsReady = s.dns.ready
+				}
 			}
 		}
 	}

