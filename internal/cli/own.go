@@ -17,7 +17,6 @@ var ownShort = map[string]string{
 	component.APIServerLB:     "Run the node-local API server load balancer",
 	component.ManifestApplier: "Apply the manifests directory of this control plane to the cluster",
 	component.StorageScaler:   "Run the storage add-on's provisioner only while claims or volumes of its class exist",
-	component.DNSScaler:       "Give CoreDNS its second replica once the cluster has two schedulable nodes",
 }
 
 // newOwnComponentCommands are the hidden commands that run one of

@@ -110,24 +110,11 @@ func (r Renderer) StorageScalerSpec() Spec {
 	return sp
 }
 
-// DNSScaler names kubeboot's scaler of CoreDNS (addons.DNSScaler).
-const DNSScaler = "dns-scaler"
-
-// DNSScalerSpec renders the scaler of CoreDNS, as the administrator
-// (admin.conf).
-func (r Renderer) DNSScalerSpec() Spec {
-	conf := r.kubeconfig("admin.conf")
-	sp := r.own(DNSScaler, Own{DNSScaler: &DNSScalerConfig{Kubeconfig: conf}})
-	sp.After = []string{APIServer}
-	sp.RestartOn = []string{conf}
-	return sp
-}
-
 // InDaemon are kubeboot's own components, which the node daemon runs in
 // its own process (a spec without Exec), each from the typed
 // configuration its spec carries (Own): they go with the daemon's binary,
 // and an upgrade does not replace them one by one.
-var InDaemon = []string{NetAgent, CertRenewer, EtcdSnapshotter, CAAgent, CSRApprover, APIServerLB, ManifestApplier, StorageScaler, DNSScaler}
+var InDaemon = []string{NetAgent, CertRenewer, EtcdSnapshotter, CAAgent, CSRApprover, APIServerLB, ManifestApplier, StorageScaler}
 
 // IsInDaemon reports whether the daemon runs name in its own process.
 func IsInDaemon(name string) bool { return slices.Contains(InDaemon, name) }

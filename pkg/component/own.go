@@ -25,7 +25,6 @@ type Own struct {
 	APIServerLB     *APIServerLBConfig     `json:"apiServerLB,omitempty"`
 	ManifestApplier *ManifestApplierConfig `json:"manifestApplier,omitempty"`
 	StorageScaler   *StorageScalerConfig   `json:"storageScaler,omitempty"`
-	DNSScaler       *DNSScalerConfig       `json:"dnsScaler,omitempty"`
 }
 
 // Issue is how a component re-issues the node's certificates: where they
@@ -112,13 +111,6 @@ type StorageScalerConfig struct {
 	Kubeconfig string `json:"kubeconfig"`
 }
 
-// DNSScalerConfig configures the scaler of CoreDNS (addons.DNSScaler).
-type DNSScalerConfig struct {
-	// Kubeconfig (a host path) may scale kube-system's Deployments: the
-	// administrator's.
-	Kubeconfig string `json:"kubeconfig"`
-}
-
 // Validate checks that exactly the field of component name is set, with
 // what it cannot run without.
 func (o *Own) Validate(name string) error {
@@ -127,7 +119,7 @@ func (o *Own) Validate(name string) error {
 	}
 	set := map[string]bool{CertRenewer: o.CertRenewer != nil, EtcdSnapshotter: o.EtcdSnapshotter != nil, CAAgent: o.CAAgent != nil,
 		NetAgent: o.NetAgent != nil, CSRApprover: o.CSRApprover != nil, APIServerLB: o.APIServerLB != nil,
-		ManifestApplier: o.ManifestApplier != nil, StorageScaler: o.StorageScaler != nil, DNSScaler: o.DNSScaler != nil}
+		ManifestApplier: o.ManifestApplier != nil, StorageScaler: o.StorageScaler != nil}
 	for n, ok := range set {
 		if ok != (n == name) {
 			return fmt.Errorf("the %s spec must carry the configuration of %s only", name, name)
@@ -167,10 +159,6 @@ func (o *Own) Validate(name string) error {
 		}
 	case StorageScaler:
 		if o.StorageScaler.Kubeconfig == "" {
-			missing = "kubeconfig"
-		}
-	case DNSScaler:
-		if o.DNSScaler.Kubeconfig == "" {
 			missing = "kubeconfig"
 		}
 	}

@@ -46,7 +46,7 @@ func TestLegacyOwnSpecs(t *testing.T) {
 	rendered := map[string]Spec{
 		CertRenewer: r.CertRenewerSpec(), EtcdSnapshotter: r.EtcdSnapshotterSpec(), CAAgent: r.CAAgentSpec(),
 		NetAgent: r.NetAgentSpec(), CSRApprover: r.CSRApproverSpec(), APIServerLB: r.APIServerLBSpec("10.0.0.1:6443"),
-		ManifestApplier: r.ManifestApplierSpec(), StorageScaler: r.StorageScalerSpec(), DNSScaler: r.DNSScalerSpec(),
+		ManifestApplier: r.ManifestApplierSpec(), StorageScaler: r.StorageScalerSpec(),
 	}
 	store := Store{FS: fs}
 	for _, name := range InDaemon {

@@ -40,7 +40,6 @@ var Table = []Declared{
 	{Name: EtcdSnapshotter, Role: RoleControlPlane, Render: Renderer.EtcdSnapshotterSpec, Runs: Renderer.SnapshotsRun},
 	{Name: ManifestApplier, Role: RoleControlPlane, Render: Renderer.ManifestApplierSpec},
 	{Name: StorageScaler, Role: RoleControlPlane, Render: Renderer.StorageScalerSpec},
-	{Name: DNSScaler, Role: RoleControlPlane, Render: Renderer.DNSScalerSpec},
 	{Name: Containerd, Role: RoleNode, Runs: Renderer.ManagedContainerd},
 	{Name: Kubelet, Role: RoleNode, Render: Renderer.KubeletSpec},
 	{Name: KubeProxy, Role: RoleNode, Render: Renderer.KubeProxySpec},

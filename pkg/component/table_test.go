@@ -35,17 +35,17 @@ func TestTable(t *testing.T) {
 		}
 		return out
 	}
-	if got, want := names(r.Specs(RoleControlPlane)), []string{Etcd, APIServer, ControllerManager, Scheduler, CertRenewer, ManifestApplier, StorageScaler, DNSScaler}; !slices.Equal(got, want) {
+	if got, want := names(r.Specs(RoleControlPlane)), []string{Etcd, APIServer, ControllerManager, Scheduler, CertRenewer, ManifestApplier, StorageScaler}; !slices.Equal(got, want) {
 		t.Errorf("control plane %v, want %v", got, want)
 	}
 	// Scheduled snapshots run where etcd is local and an interval is set.
 	cfg.Lifecycle.EtcdSnapshotInterval = time.Hour
-	if got, want := names(r.Specs(RoleControlPlane)), []string{Etcd, APIServer, ControllerManager, Scheduler, CertRenewer, EtcdSnapshotter, ManifestApplier, StorageScaler, DNSScaler}; !slices.Equal(got, want) {
+	if got, want := names(r.Specs(RoleControlPlane)), []string{Etcd, APIServer, ControllerManager, Scheduler, CertRenewer, EtcdSnapshotter, ManifestApplier, StorageScaler}; !slices.Equal(got, want) {
 		t.Errorf("with scheduled snapshots %v, want %v", got, want)
 	}
 	cfg.Kubelet = &kubeletv1beta1.KubeletConfiguration{ServerTLSBootstrap: true}
 	cfg.Cluster.Etcd = kubeadmv1.Etcd{External: &kubeadmv1.ExternalEtcd{Endpoints: []string{"https://10.0.0.9:2379"}}}
-	if got, want := names(r.Specs(RoleControlPlane)), []string{APIServer, ControllerManager, Scheduler, CSRApprover, CertRenewer, ManifestApplier, StorageScaler, DNSScaler}; !slices.Equal(got, want) {
+	if got, want := names(r.Specs(RoleControlPlane)), []string{APIServer, ControllerManager, Scheduler, CSRApprover, CertRenewer, ManifestApplier, StorageScaler}; !slices.Equal(got, want) {
 		t.Errorf("with external etcd and serverTLSBootstrap: %v, want %v", got, want)
 	}
 	if got, want := names(r.Specs(RoleNode)), []string{Kubelet, KubeProxy, NetAgent, CAAgent}; !slices.Equal(got, want) {

@@ -42,7 +42,6 @@ func TestPrograms(t *testing.T) {
 		"cert-renewer":            {"kubeboot", "${workspaceFolder}/cmd/kubeboot"},
 		"manifest-applier":        {"kubeboot", "${workspaceFolder}/cmd/kubeboot"},
 		"storage-scaler":          {"kubeboot", "${workspaceFolder}/cmd/kubeboot"},
-		"dns-scaler":              {"kubeboot", "${workspaceFolder}/cmd/kubeboot"},
 		"containerd":              {"containerd", "/mod/github.com/containerd/containerd/v2@v" + version.Containerd + "/cmd/containerd"},
 	}
 	for _, l := range ls {

@@ -87,16 +87,6 @@ func New(fs fsys.FS, spec component.Spec, logf func(format string, args ...any))
 			s := &addons.StorageScaler{Client: client, Logf: logf}
 			return readyAtOnce(s.Run), nil
 		}
-	case o.DNSScaler != nil:
-		c := o.DNSScaler
-		start = func(context.Context) (func(context.Context, func()) error, error) {
-			client, _, err := apiclient.FromKubeconfig(c.Kubeconfig, "")
-			if err != nil {
-				return nil, err
-			}
-			s := &addons.DNSScaler{Client: client, Logf: logf}
-			return readyAtOnce(s.Run), nil
-		}
 	}
 	return newService(spec.Name, start), nil
 }

@@ -160,16 +160,6 @@ func TestMultiNode(t *testing.T) {
 		// its node-local load balancer, seeded with the address it was given.
 		checkWorkerFiles(t, w1, "w1", "https://127.0.0.1:6444")
 		checkSeed(t, w1, cpSecondIP+":6443")
-		// init made CoreDNS with one replica; the second node brings the
-		// second (dns-scaler).
-		took = eventually(t, 90*time.Second, 200*time.Millisecond, "CoreDNS's second replica Ready", func() error {
-			out, err := kubectlErr(cp, "-n", "kube-system", "get", "deployment", "coredns", "-o", "jsonpath={.spec.replicas}/{.status.readyReplicas}")
-			if err != nil || out != "2/2" {
-				return fmt.Errorf("replicas/ready %q %v", out, err)
-			}
-			return nil
-		})
-		t.Logf("CoreDNS 2/2 Ready %s after w1 was", took.Round(time.Millisecond))
 	})
 
 	t.Run("join a second worker", func(t *testing.T) {

@@ -136,10 +136,8 @@ func TestSingleNode(t *testing.T) {
 		})
 		t.Logf("node Ready %s after init returned", took.Round(time.Millisecond))
 		took = eventually(t, 90*time.Second, 200*time.Millisecond, "CoreDNS Ready", func() error {
-			// One replica on a one-node cluster (dns-scaler gives the
-			// second with a second node; TestMultiNode).
 			out, err := kubectlErr(h, "-n", "kube-system", "get", "deployment", "coredns", "-o", "jsonpath={.status.readyReplicas}")
-			if err != nil || out != "1" {
+			if err != nil || out != "2" {
 				return fmt.Errorf("ready replicas %q %v", out, err)
 			}
 			return nil

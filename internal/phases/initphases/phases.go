@@ -187,7 +187,6 @@ func Phases() []phase {
 					RunIf: func(d *Data) bool { return d.Renderer().SnapshotsRun() }, Run: controlPlane(component.Renderer.EtcdSnapshotterSpec)},
 				{Name: "manifest-applier", Short: "Start kubeboot's applier of the manifests directory (init --manifests copies into it)", Run: runManifestApplier},
 				{Name: "storage-scaler", Short: "Start kubeboot's scaler of the storage add-on's provisioner (it runs while claims or volumes of its class exist)", Run: controlPlane(component.Renderer.StorageScalerSpec)},
-				{Name: "dns-scaler", Short: "Start kubeboot's scaler of CoreDNS (one replica, two once two nodes can run it)", Run: controlPlane(component.Renderer.DNSScalerSpec)},
 			}},
 		{Name: "kubelet-start", Short: "Write kubelet settings and (re)start the kubelet", Run: runKubeletStart},
 		{Name: "wait-control-plane", Short: "Wait for the control plane to start", Run: runWaitControlPlane},
@@ -439,9 +438,6 @@ func runCoreDNS(ctx context.Context, d *Data) error {
 		Domain:    d.Cfg.Cluster.Networking.DNSDomain,
 		ServiceIP: node.ClusterDNSIP(d.Cfg.Cluster.Networking.ServiceSubnet),
 		Upstream:  up.Forward,
-		// One node so far: dns-scaler gives it kubeadm's two with the
-		// second.
-		Replicas: addons.InitDNSReplicas,
 	}
 	if err := d.withClient(ctx, "install CoreDNS", func(ctx context.Context, c kubernetes.Interface) error {
 		return addons.EnsureCoreDNS(ctx, c, o)
