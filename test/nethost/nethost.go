@@ -3,7 +3,11 @@
 // whose veth peer stays in the namespace, a default route through it, so
 // nothing leaves), a mount namespace held by one long-lived process with
 // its own /sys and resolv.conf, and its own kubeboot root prefix.
-// Everything a host creates is removed by Close, also after a failure.
+// Hosts plug into Networks (a bridge each, at an MTU of the test's
+// choice), and a Router joins Networks of different IP subnets, as racks
+// and cloud subnets are joined; nothing routes off the machine.
+// Everything a host, network or router creates is removed by its Close,
+// also after a failure.
 package nethost
 
 import (
@@ -130,7 +134,12 @@ func run(name string, args ...string) error {
 type Options struct {
 	// Network, when set, connects the host's eth0 to the network's bridge,
 	// so that hosts on it reach each other; without it the host is alone.
+	// eth0 gets the network's MTU.
 	Network *Network
+	// Gateway, when set, is the address the host's default route goes
+	// through (a Router's leg on the host's network), so that the host
+	// reaches other subnets; without it every address is on eth0's link.
+	Gateway string
 	// ExtraIPs are further addresses of eth0 (/24 each).
 	ExtraIPs []string
 	// ResolvConf is the host's /etc/resolv.conf; empty means
@@ -170,14 +179,14 @@ func NewWith(name, ip, dir, binary string, o Options) (h *Host, err error) {
 	steps := [][]string{
 		{"ip", "netns", "add", name},
 		{"ip", "link", "add", veth + "a", "type", "veth", "peer", "name", veth + "b"},
-		{"ip", "link", "set", veth + "a", "netns", name},
 	}
 	if o.Network != nil {
+		steps = append(steps, o.Network.mtuSteps(veth+"a", veth+"b")...)
+	}
+	steps = append(steps, []string{"ip", "link", "set", veth + "a", "netns", name})
+	if o.Network != nil {
 		// The peer plugs into the network's bridge.
-		steps = append(steps,
-			[]string{"ip", "link", "set", veth + "b", "netns", o.Network.Name},
-			[]string{"ip", "-n", o.Network.Name, "link", "set", veth + "b", "master", bridgeName},
-			[]string{"ip", "-n", o.Network.Name, "link", "set", veth + "b", "up"})
+		steps = append(steps, o.Network.plugSteps(veth+"b")...)
 	} else {
 		// The peer stays in the namespace, up, so that eth0 is up.
 		steps = append(steps,
@@ -193,9 +202,12 @@ func NewWith(name, ip, dir, binary string, o Options) (h *Host, err error) {
 	steps = append(steps,
 		[]string{"ip", "-n", name, "link", "set", "eth0", "up"},
 		[]string{"ip", "-n", name, "link", "set", "lo", "up"},
-		[]string{"ip", "-n", name, "route", "add", "default", "dev", "eth0"})
+		defaultRoute(name, o.Gateway))
 	for _, s := range steps {
 		if err = run(s[0], s[1:]...); err != nil {
+			// A pair not yet moved out of the machine's namespace would
+			// outlive the host's.
+			_ = run("ip", "link", "del", veth+"a")
 			return h, err
 		}
 	}
@@ -277,24 +289,44 @@ var vethSeq struct {
 	n int
 }
 
+// defaultRoute is the step that gives a host its default route: through
+// gateway when there is one, else straight out of eth0.
+func defaultRoute(netns, gateway string) []string {
+	if gateway != "" {
+		return []string{"ip", "-n", netns, "route", "add", "default", "via", gateway, "dev", "eth0"}
+	}
+	return []string{"ip", "-n", netns, "route", "add", "default", "dev", "eth0"}
+}
+
 // bridgeName is the bridge of a Network, inside its own namespace.
 const bridgeName = "br0"
 
 // Network is a switch that several hosts plug into: a bridge in a network
-// namespace of its own, so that nothing the hosts send leaves the
-// namespaces the test made.
+// namespace of its own, with no uplink, so that nothing the hosts send
+// leaves the namespaces the test made.
 type Network struct {
 	Name string
+	// MTU is the bridge's and every link plugged into it (hosts' eth0
+	// and their peers, a router's legs); 0 leaves the kernel's 1500.
+	MTU int
 }
 
 // NewNetwork creates the network's namespace and bridge.
-func NewNetwork(name string) (*Network, error) {
-	n := &Network{Name: name}
-	for _, s := range [][]string{
+func NewNetwork(name string) (*Network, error) { return NewNetworkMTU(name, 0) }
+
+// NewNetworkMTU creates a network whose links all have the given MTU, as
+// on clouds and VPNs whose links carry less than Ethernet's 1500 bytes.
+func NewNetworkMTU(name string, mtu int) (*Network, error) {
+	n := &Network{Name: name, MTU: mtu}
+	steps := [][]string{
 		{"ip", "netns", "add", name},
 		{"ip", "-n", name, "link", "add", bridgeName, "type", "bridge"},
-		{"ip", "-n", name, "link", "set", bridgeName, "up"},
-	} {
+	}
+	if mtu > 0 {
+		steps = append(steps, []string{"ip", "-n", name, "link", "set", bridgeName, "mtu", strconv.Itoa(mtu)})
+	}
+	steps = append(steps, []string{"ip", "-n", name, "link", "set", bridgeName, "up"})
+	for _, s := range steps {
 		if err := run(s[0], s[1:]...); err != nil {
 			n.Close()
 			return nil, err
@@ -303,9 +335,88 @@ func NewNetwork(name string) (*Network, error) {
 	return n, nil
 }
 
+// mtuSteps set the network's MTU on the links given (a veth pair still in
+// the machine's namespace), if it has one.
+func (n *Network) mtuSteps(links ...string) [][]string {
+	if n.MTU == 0 {
+		return nil
+	}
+	var steps [][]string
+	for _, l := range links {
+		steps = append(steps, []string{"ip", "link", "set", l, "mtu", strconv.Itoa(n.MTU)})
+	}
+	return steps
+}
+
+// plugSteps move a veth peer from the machine's namespace into the
+// network's and attach it to the bridge.
+func (n *Network) plugSteps(peer string) [][]string {
+	return [][]string{
+		{"ip", "link", "set", peer, "netns", n.Name},
+		{"ip", "-n", n.Name, "link", "set", peer, "master", bridgeName},
+		{"ip", "-n", n.Name, "link", "set", peer, "up"},
+	}
+}
+
 // Close removes the network's namespace, its bridge and the hosts' peers
 // plugged into it.
 func (n *Network) Close() error { return run("ip", "netns", "del", n.Name) }
+
+// Leg is a router's connection to one network: its address there, with
+// the prefix length (10.206.0.1/24), which hosts on that network name as
+// their Gateway.
+type Leg struct {
+	Network *Network
+	Addr    string
+}
+
+// Router joins networks of different IP subnets: a network namespace with
+// a leg (eth0, eth1, ...) on each network's bridge and IPv4 forwarding on.
+// It has no route but its legs' subnets, so what it forwards stays among
+// the test's networks.
+type Router struct {
+	Name string
+}
+
+// NewRouter creates a router named name with the given legs. On error,
+// whatever was created is removed.
+func NewRouter(name string, legs ...Leg) (*Router, error) {
+	r := &Router{Name: name}
+	steps := [][]string{
+		{"ip", "netns", "add", name},
+		{"ip", "-n", name, "link", "set", "lo", "up"},
+		{"ip", "netns", "exec", name, "sysctl", "-qw", "net.ipv4.ip_forward=1"},
+	}
+	var veths []string
+	for i, l := range legs {
+		veth, leg := vethName(), "eth"+strconv.Itoa(i)
+		veths = append(veths, veth+"a")
+		steps = append(steps, []string{"ip", "link", "add", veth + "a", "type", "veth", "peer", "name", veth + "b"})
+		steps = append(steps, l.Network.mtuSteps(veth+"a", veth+"b")...)
+		steps = append(steps, l.Network.plugSteps(veth+"b")...)
+		steps = append(steps,
+			[]string{"ip", "link", "set", veth + "a", "netns", name},
+			[]string{"ip", "-n", name, "link", "set", veth + "a", "name", leg},
+			[]string{"ip", "-n", name, "addr", "add", l.Addr, "dev", leg},
+			[]string{"ip", "-n", name, "link", "set", leg, "up"})
+	}
+	for _, s := range steps {
+		if err := run(s[0], s[1:]...); err != nil {
+			r.Close()
+			// A pair made but not yet moved out of the machine's namespace
+			// would stay there.
+			for _, v := range veths {
+				_ = run("ip", "link", "del", v)
+			}
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// Close removes the router's namespace and its legs (their peers on the
+// networks' bridges go with them).
+func (r *Router) Close() error { return run("ip", "netns", "del", r.Name) }
 
 // Command returns a command that runs inside the host (its network, mount
 // and UTS namespaces).

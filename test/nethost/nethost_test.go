@@ -1,0 +1,139 @@
+package nethost
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRouter: two hosts on two subnets at MTU 1400 reach each other
+// through a router, and nothing else; Close leaves nothing.
+func TestRouter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes network namespaces; runs without -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (network namespaces)")
+	}
+	linksBefore := rootLinks(t)
+	var closers []func() error
+	defer func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+		for _, n := range []string{"kbnt-neta", "kbnt-netb", "kbnt-rt", "kbnt-bad", "kbnt-a", "kbnt-b"} {
+			if _, err := os.Stat("/run/netns/" + n); err == nil {
+				t.Errorf("network namespace %s is left", n)
+			}
+		}
+		// (Other tests on the machine may remove links meanwhile: only new
+		// ones count.)
+		for l := range rootLinks(t) {
+			if !linksBefore[l] {
+				t.Errorf("link %s is left in the machine's namespace", l)
+			}
+		}
+	}()
+	netA, err := NewNetworkMTU("kbnt-neta", 1400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closers = append(closers, netA.Close)
+	netB, err := NewNetworkMTU("kbnt-netb", 1400)
+	if err != nil {
+		t.Fatal(err)
+	}
+	closers = append(closers, netB.Close)
+	if _, err := NewRouter("kbnt-bad", Leg{netA, "10.232.0.1/24"}, Leg{netB, "not-an-address"}); err == nil {
+		t.Errorf("a router with a leg at no address was made")
+	}
+	r, err := NewRouter("kbnt-rt", Leg{netA, "10.232.0.1/24"}, Leg{netB, "10.233.0.1/24"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closers = append(closers, r.Close)
+	a, err := NewWith("kbnt-a", "10.232.0.2", t.TempDir(), "", Options{Network: netA, Gateway: "10.232.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closers = append(closers, a.Close)
+	b, err := NewWith("kbnt-b", "10.233.0.2", t.TempDir(), "", Options{Network: netB, Gateway: "10.233.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	closers = append(closers, b.Close)
+
+	for _, h := range []*Host{a, b} {
+		out, err := Run(h.Command("cat", "/sys/class/net/eth0/mtu"))
+		if err != nil || strings.TrimSpace(out) != "1400" {
+			t.Errorf("%s: eth0's MTU: %q %v, want 1400", h.Name, out, err)
+		}
+	}
+	if out, err := Run(exec.Command("ip", "-n", netA.Name, "-o", "link", "show", bridgeName)); err != nil || !strings.Contains(out, "mtu 1400") {
+		t.Errorf("the bridge: %v %s", err, out)
+	}
+
+	var l net.Listener
+	if err := b.InNetns(func() (err error) {
+		l, err = net.Listen("tcp", "10.233.0.2:7777")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	// A megabyte from b to a: full-size segments at the links' MTU pass
+	// the router.
+	payload := strings.Repeat("x", 1<<20)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		c.Write([]byte(payload))
+		c.Close()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := a.DialContext(ctx, "tcp", "10.233.0.2:7777")
+	if err != nil {
+		t.Fatalf("from %s to %s through the router: %v", a.IP, b.IP, err)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	var got strings.Builder
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := c.Read(buf)
+		got.Write(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	c.Close()
+	if got.Len() != len(payload) {
+		t.Errorf("received %d bytes of %d", got.Len(), len(payload))
+	}
+	// The router knows no way off the machine.
+	if c, err := a.DialContext(ctx, "tcp", "10.234.0.2:7777"); err == nil {
+		c.Close()
+		t.Errorf("a host reached an address on no network of the test")
+	}
+}
+
+// rootLinks lists the names of the machine's own links.
+func rootLinks(t *testing.T) map[string]bool {
+	out, err := Run(exec.Command("ip", "-o", "link", "show"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(l); len(f) > 1 {
+			names[strings.TrimSuffix(f[1], ":")] = true
+		}
+	}
+	return names
+}
