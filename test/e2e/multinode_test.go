@@ -35,12 +35,7 @@ import (
 // (after the hosts on it: cleanups run last-in first-out).
 func newNetwork(t *testing.T, name string) *nethost.Network {
 	t.Helper()
-	n, err := nethost.NewNetwork(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	return n
+	return newNetworkMTU(t, name, 0)
 }
 
 var joinFlags = regexp.MustCompile(`--token (\S+) \\\s+--discovery-token-ca-cert-hash (\S+)`)
@@ -98,20 +93,34 @@ spec:
 `
 
 // TestMultiNode: one control plane and two workers, each a host of its
-// own on one bridge, with kubeboot's default flags.
+// own, with kubeboot's default flags, on hosts like users': cp and w1 on
+// one subnet, w2 on another behind a router (as racks and cloud subnets
+// are), every link at MTU 1400 (as on many clouds and VPNs). Plain routes
+// to other nodes' pod CIDRs cannot cross the router, and a pod MTU of
+// 1500 does not fit the links: the pod network must be an overlay that
+// knows the host's MTU.
 func TestMultiNode(t *testing.T) {
 	requireE2E(t)
 	if n := len(podProcesses()); n != 0 {
 		t.Fatalf("%d pod processes run on this machine already; this test needs it free of other kubelets", n)
 	}
 	initial := machineState()
-	network := newNetwork(t, "kbm-net")
-	const cpIP, cpSecondIP, w1IP, w2IP, fakeIP = "10.206.0.2", "10.206.0.12", "10.206.0.3", "10.206.0.4", "10.206.0.9"
-	cp := newHostWith(t, "kbm-cp", cpIP, nethost.Options{Network: network, ExtraIPs: []string{cpSecondIP}})
-	w1 := newHostWith(t, "kbm-w1", w1IP, nethost.Options{Network: network})
-	w2 := newHostWith(t, "kbm-w2", w2IP, nethost.Options{Network: network})
-	fake := newHostWith(t, "kbm-fake", fakeIP, nethost.Options{Network: network})
+	netA := newNetworkMTU(t, "kbm-net", linkMTU)
+	netB := newNetworkMTU(t, "kbm-net2", linkMTU)
+	const gwA, gwB = "10.206.0.1", "10.207.0.1"
+	newRouter(t, "kbm-rt", nethost.Leg{Network: netA, Addr: gwA + "/24"}, nethost.Leg{Network: netB, Addr: gwB + "/24"})
+	const cpIP, cpSecondIP, w1IP, w2IP, fakeIP = "10.206.0.2", "10.206.0.12", "10.206.0.3", "10.207.0.4", "10.206.0.9"
+	cp := newHostWith(t, "kbm-cp", cpIP, nethost.Options{Network: netA, Gateway: gwA, ExtraIPs: []string{cpSecondIP}})
+	w1 := newHostWith(t, "kbm-w1", w1IP, nethost.Options{Network: netA, Gateway: gwA})
+	w2 := newHostWith(t, "kbm-w2", w2IP, nethost.Options{Network: netB, Gateway: gwB})
+	fake := newHostWith(t, "kbm-fake", fakeIP, nethost.Options{Network: netA, Gateway: gwA})
 	nodes := map[string]*nethost.Host{"cp": cp, "w1": w1, "w2": w2}
+	// What each host's network namespace holds before it is a node: its
+	// reset must leave it so.
+	netBefore := map[string]map[string]bool{}
+	for n, h := range nodes {
+		netBefore[n] = netState(t, h)
+	}
 
 	// init with the flags a README user passes: none about DNS, though
 	// every host's resolv.conf names only a local resolver.
@@ -232,6 +241,9 @@ func TestMultiNode(t *testing.T) {
 		}
 	})
 
+	t.Run("pod network across subnets", func(t *testing.T) { testPodNetwork(t, cp, nodes) })
+	t.Run("NetworkPolicy enforced", func(t *testing.T) { testNetworkPolicy(t, cp) })
+
 	t.Run("volumes follow their node", func(t *testing.T) { testStorage(t, cp, nodes) })
 	t.Run("kubectl top, every node", func(t *testing.T) { testMetrics(t, cp, []string{"cp", "w1", "w2"}, time.Time{}) })
 
@@ -244,6 +256,7 @@ func TestMultiNode(t *testing.T) {
 		}
 		podsBefore := kubectlOn(t, cp, cp, "get", "pods", "-A", "--field-selector", "spec.nodeName!=w2",
 			"-o", "jsonpath={range .items[*]}{.metadata.name}={.status.containerStatuses[0].containerID} {end}")
+		checkNetworkMade(t, w2, netBefore["w2"])
 		out := kb(t, w2, "reset", "--force")
 		t.Log(out)
 		nethost.Reap()
@@ -261,6 +274,14 @@ func TestMultiNode(t *testing.T) {
 		}
 		if files := listAll(w2.Root); len(files) != 0 {
 			t.Errorf("left under w2's root: %v", files)
+		}
+		checkNetworkGone(t, w2, netBefore["w2"])
+		// The other nodes' pods still reach each other.
+		for _, p := range [][2]string{{"cp", "w1"}, {"w1", "cp"}} {
+			url := "http://" + podIP(t, cp, "default", "client-"+p[1]) + ":9090/"
+			if err := reaches(cp, "default", "client-"+p[0], url, "client-"+p[1]); err != nil {
+				t.Errorf("after w2's reset, from a pod on %s to a pod on %s: %v", p[0], p[1], err)
+			}
 		}
 		after := machineState()
 		w2Tag := fsys.Tag(w2.Root)
@@ -307,6 +328,8 @@ func TestMultiNode(t *testing.T) {
 	})
 
 	t.Run("reset the rest", func(t *testing.T) {
+		checkNetworkMade(t, w1, netBefore["w1"])
+		checkNetworkMade(t, cp, netBefore["cp"])
 		kb(t, w1, "reset", "--force")
 		kb(t, cp, "reset", "--force")
 		nethost.Reap()
@@ -315,6 +338,8 @@ func TestMultiNode(t *testing.T) {
 				t.Errorf("left under %s: %v", h.Root, files)
 			}
 		}
+		checkNetworkGone(t, w1, netBefore["w1"])
+		checkNetworkGone(t, cp, netBefore["cp"])
 		if left := podProcesses(); len(left) != 0 {
 			t.Errorf("pod processes left: %v", left)
 		}
