@@ -32,6 +32,10 @@ type InitOptions struct {
 	// controller-manager and the scheduler without the node side: no
 	// kubelet, no containerd, no root privileges needed.
 	ControlPlaneOnly bool
+	// PodNetwork chooses the pod network's engines (flannel's backend,
+	// kube-router's network policies); nil means
+	// config.DefaultPodNetwork(): VXLAN, policies enforced.
+	PodNetwork *config.PodNetwork
 	// SingleNode leaves the control-plane taint off, so that the one node
 	// runs workloads.
 	SingleNode bool
@@ -145,6 +149,13 @@ func (o *InitOptions) data() (*initphases.Data, workflow.Options, error) {
 	}
 	var err error
 	if c.Lifecycle, err = o.lifecycle(); err != nil {
+		return nil, workflow.Options{}, err
+	}
+	c.PodNetwork = config.DefaultPodNetwork()
+	if o.PodNetwork != nil {
+		c.PodNetwork = *o.PodNetwork
+	}
+	if err := c.PodNetwork.Validate(); err != nil {
 		return nil, workflow.Options{}, err
 	}
 	var hardened []string

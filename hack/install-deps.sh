@@ -7,7 +7,7 @@
 # for ps, openssl, systemd for systemd-analyze, which checks the node
 # daemon's unit, openssh-server for the hosts `kubeboot apply` reaches).
 set -euo pipefail
-pkgs=(runc iptables conntrack socat ethtool iproute2 util-linux procps openssl systemd make git openssh-server)
+pkgs=(runc iptables ipset conntrack socat ethtool iproute2 util-linux procps openssl systemd make git openssh-server)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -36,6 +36,8 @@ var packages = map[string]string{
 	helpers.LocalPathProvisioner: "github.com/rancher/local-path-provisioner",
 	helpers.LocalPathHelper:      "github.com/kubeboot/kubeboot/cmd/local-path-helper",
 	helpers.MetricsServer:        "github.com/kubeboot/kubeboot/cmd/metrics-server",
+	helpers.Flannel:              "github.com/kubeboot/kubeboot/cmd/flannel",
+	helpers.KubeRouter:           "github.com/kubeboot/kubeboot/cmd/kube-router",
 	"bridge":                     "github.com/containernetworking/plugins/plugins/main/bridge",
 	"host-local":                 "github.com/containernetworking/plugins/plugins/ipam/host-local",
 	"portmap":                    "github.com/containernetworking/plugins/plugins/meta/portmap",

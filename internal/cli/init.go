@@ -31,6 +31,8 @@ type initOptions struct {
 	lifecycle             config.Lifecycle
 	registryMirrors       []string
 	manifests             string
+	flannelBackend        string
+	noNetworkPolicy       bool
 }
 
 func (o *initOptions) addFlags(fs *pflag.FlagSet) {
@@ -46,6 +48,8 @@ func (o *initOptions) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.explain, "explain", false, "Under each phase's log line, name every file written, its mode and what it is: a certificate's identity and issuer, a kubeconfig's user and server, a component's ports")
 	fs.BoolVar(&o.hardened, "hardened", false, "Turn on what the CIS Kubernetes benchmark asks and kubeadm leaves off: an audit log, Secrets encrypted at rest, no profiling endpoints, kubelet serving certificates from the cluster CA (verified by the API server). The settings go into the cluster's configuration, so nodes that join get them too; `kubeboot config print init-defaults --hardened` shows them")
 	fs.StringVar(&o.manifests, "manifests", "", "A directory of manifests (.yaml, .yml, .json files) to copy into the control plane's manifests directory, "+manifests.Dir+" under the root: kubeboot applies each with server-side apply, again when it changes, and deletes its objects when it is deleted")
+	fs.StringVar(&o.flannelBackend, "flannel-backend", config.BackendVXLAN, "The pod network's flannel backend: vxlan (an overlay across any IP network), host-gw (routes: every node on one L2), wireguard-native (an encrypted overlay), or none (no pod network: install a CNI of your own). Nodes that join use the same")
+	fs.BoolVar(&o.noNetworkPolicy, "disable-network-policy", false, "Do not enforce NetworkPolicies (kube-router's network policy controller runs on every node otherwise)")
 	fs.StringVar(&o.dnsUpstream, "dns-upstream", "", "Where CoreDNS forwards names outside the cluster: addresses, or a resolv.conf naming them; \"\" forwards nowhere. By default the host's resolver configuration, without loopback servers (a local stub such as systemd-resolved's cannot be reached from pods)")
 }
 
@@ -94,6 +98,7 @@ func (o *initOptions) options(g *GlobalFlags, s Streams, fs *pflag.FlagSet) (clu
 		Runtime: cluster.Runtime{Binary: exe, Lifecycle: &o.lifecycle, RegistryMirrors: o.registryMirrors, IgnorePreflightErrors: o.ignorePreflightErrors},
 		Config:  c, SingleNode: o.singleNode, Hardened: o.hardened, UploadCerts: o.uploadCerts,
 		SkipTokenPrint: o.skipTokenPrint, SkipCertificateKeyPrint: o.skipCertKeyPrint, Manifests: o.manifests,
+		PodNetwork: &config.PodNetwork{Backend: o.flannelBackend, NetworkPolicy: !o.noNetworkPolicy},
 	}
 	if fs.Changed("dns-upstream") {
 		opts.DNSUpstream = &o.dnsUpstream

@@ -9,7 +9,6 @@ import (
 
 // ownShort says what each of kubeboot's own components does.
 var ownShort = map[string]string{
-	component.NetAgent:        "Run the node network agent",
 	component.CertRenewer:     "Renew this control plane's certificates and kubeconfigs before they expire",
 	component.EtcdSnapshotter: "Save etcd snapshots with the cluster's keys on a schedule, keeping the newest",
 	component.CAAgent:         "Follow rotations of the cluster CA on this node",

@@ -53,9 +53,10 @@ Each component restarts from the new binary alone, once the previous one is read
 again; pods keep running. ` + "`upgrade rollback`" + ` puts back what the last upgrade of this
 node replaced. Each node imports the new binary's images; the add-ons (CoreDNS, storage,
 metrics-server) move to them once every node runs the new version (` + "`upgrade addons`" + `).
-The node daemon itself, and what it runs in its own process (netagent, cert-renewer,
+The node daemon itself, and what it runs in its own process (cert-renewer,
 etcd-snapshotter, manifest-applier), move to the new binary when the daemon is next
-started from it.`,
+started from it; so do the pod network's engines (flannel, kube-router), which it
+runs from the binary's helpers.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newUpgradePlanCommand(g, s), newUpgradeRunCommand(g, s, true), newUpgradeRunCommand(g, s, false), newUpgradeAddOnsCommand(g, s), newUpgradeRollbackCommand(g, s))

@@ -94,6 +94,15 @@ func UploadKubeadmConfig(ctx context.Context, c kubernetes.Interface, cfg *confi
 	return readableBy(ctx, c, "kubeadm:nodes-kubeadm-config", "configmaps", KubeadmConfigMap, discovery.DefaultTokenGroup, "system:nodes")
 }
 
+// UploadPodNetwork stores the pod network's engines in
+// kube-system/kubeboot-network, for the nodes that join.
+func UploadPodNetwork(ctx context.Context, c kubernetes.Interface, cfg *config.Config) error {
+	if err := configMap(ctx, c, config.PodNetworkConfigMap, cfg.PodNetwork.Data()); err != nil {
+		return err
+	}
+	return readableBy(ctx, c, "kubeboot:nodes-network", "configmaps", config.PodNetworkConfigMap, discovery.DefaultTokenGroup, "system:nodes")
+}
+
 // UploadKubeletConfig stores the cluster-wide KubeletConfiguration in
 // kube-system/kubelet-config.
 func UploadKubeletConfig(ctx context.Context, c kubernetes.Interface, cfg *config.Config) error {
@@ -263,15 +272,20 @@ func UploadKubeProxyConfig(ctx context.Context, c kubernetes.Interface, cfg *con
 const (
 	NodeProxierBinding = "kubeboot:node-proxier"
 	NodeSelfDeleteRole = "kubeboot:node-self-delete"
+	NetworkPolicyRole  = "kubeboot:network-policy"
 )
 
-// NodeRBAC lets every node (group system:nodes) run kube-proxy and
-// kubeboot's network agent with its own credentials, since kube-proxy runs
+// NodeRBAC lets every node (group system:nodes) run kube-proxy with its
+// own credentials, since kube-proxy runs
 // on the host rather than as a DaemonSet with a ServiceAccount
 // (system:node-proxier: read Services, EndpointSlices and Nodes), and
 // delete its own Node object when it is reset (the NodeRestriction
 // admission plugin limits a node to its own Node).
-func NodeRBAC(ctx context.Context, c kubernetes.Interface) error {
+//
+// With networkPolicy, nodes may also read what kube-router's network
+// policy controller enforces on their pods: Namespaces and
+// NetworkPolicies (a node reads Pods already).
+func NodeRBAC(ctx context.Context, c kubernetes.Interface, networkPolicy bool) error {
 	nodes := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "system:nodes"}}
 	proxier := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: NodeProxierBinding},
@@ -293,7 +307,26 @@ func NodeRBAC(ctx context.Context, c kubernetes.Interface) error {
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: NodeSelfDeleteRole},
 		Subjects:   nodes,
 	}
-	return apiclient.CreateOrUpdate(ctx, c.RbacV1().ClusterRoleBindings().Create, c.RbacV1().ClusterRoleBindings().Update, del)
+	if err := apiclient.CreateOrUpdate(ctx, c.RbacV1().ClusterRoleBindings().Create, c.RbacV1().ClusterRoleBindings().Update, del); err != nil || !networkPolicy {
+		return err
+	}
+	read := []string{"get", "list", "watch"}
+	policy := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: NetworkPolicyRole},
+		Rules: []rbacv1.PolicyRule{
+			{Verbs: read, APIGroups: []string{""}, Resources: []string{"namespaces", "pods"}},
+			{Verbs: read, APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}},
+		},
+	}
+	if err := apiclient.CreateOrUpdate(ctx, c.RbacV1().ClusterRoles().Create, c.RbacV1().ClusterRoles().Update, policy); err != nil {
+		return err
+	}
+	bind := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: NetworkPolicyRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: NetworkPolicyRole},
+		Subjects:   nodes,
+	}
+	return apiclient.CreateOrUpdate(ctx, c.RbacV1().ClusterRoleBindings().Create, c.RbacV1().ClusterRoleBindings().Update, bind)
 }
 
 // CertFile is one downloaded file, relative to the certificates dir.

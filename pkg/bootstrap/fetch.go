@@ -65,5 +65,20 @@ func FetchConfig(ctx context.Context, c kubernetes.Interface, source string) (*c
 		return nil, fmt.Errorf("kube-system/%s on %s holds no ClusterConfiguration", KubeadmConfigMap, source)
 	}
 	kubeadmv1.SetObjectDefaults_ClusterConfiguration(cfg.Cluster)
+	// The pod network's engines. A cluster without the ConfigMap (one
+	// kubeadm made, or kubeboot before flannel) names none: the node runs
+	// no flannel and no policy controller, and its pods get their network
+	// from whatever CNI the cluster's operator installed.
+	cfg.PodNetwork = config.PodNetwork{Backend: config.BackendNone}
+	cm, err := c.CoreV1().ConfigMaps(metav1.NamespaceSystem).Get(ctx, config.PodNetworkConfigMap, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return nil, fmt.Errorf("reading kube-system/%s from %s: %w", config.PodNetworkConfigMap, source, err)
+	default:
+		if cfg.PodNetwork, err = config.PodNetworkFromData(cm.Data); err != nil {
+			return nil, fmt.Errorf("kube-system/%s on %s: %w", config.PodNetworkConfigMap, source, err)
+		}
+	}
 	return cfg, nil
 }

@@ -339,7 +339,7 @@ func (s Store) Load() ([]Spec, error) {
 	}
 	var specs []Spec
 	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") || e.Name() == RetiredNetAgent+".json" {
 			continue
 		}
 		b, err := s.FS.ReadFile(path.Join(SpecDir, e.Name()))

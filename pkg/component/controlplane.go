@@ -49,7 +49,7 @@ func (r Renderer) kubeconfig(file string) string {
 	return r.FS.Path(path.Join(kubeconfig.Dir, file))
 }
 
-// root is the --root of kubeboot's own components (netagent, the load
+// root is the --root of kubeboot's own components (the load
 // balancer, the approver): the node's root prefix.
 func (r Renderer) root() string {
 	if root := strings.TrimSuffix(r.FS.Path("/"), "/"); root != "" {

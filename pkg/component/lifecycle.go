@@ -114,7 +114,7 @@ func (r Renderer) StorageScalerSpec() Spec {
 // its own process (a spec without Exec), each from the typed
 // configuration its spec carries (Own): they go with the daemon's binary,
 // and an upgrade does not replace them one by one.
-var InDaemon = []string{NetAgent, CertRenewer, EtcdSnapshotter, CAAgent, CSRApprover, APIServerLB, ManifestApplier, StorageScaler}
+var InDaemon = []string{CertRenewer, EtcdSnapshotter, CAAgent, CSRApprover, APIServerLB, ManifestApplier, StorageScaler}
 
 // IsInDaemon reports whether the daemon runs name in its own process.
 func IsInDaemon(name string) bool { return slices.Contains(InDaemon, name) }

@@ -15,7 +15,6 @@ const (
 	Containerd = "containerd"
 	Kubelet    = "kubelet"
 	KubeProxy  = "kube-proxy"
-	NetAgent   = "netagent"
 	// APIServerLB is the node-local API server load balancer of a worker.
 	APIServerLB = "apiserver-lb"
 	// CAAgent follows a rotation of the cluster CA on the node (package
@@ -122,20 +121,6 @@ func (r Renderer) KubeProxySpec() Spec {
 		// worker's names the kubelet's rotating files, and never changes.
 		RestartOn: []string{r.FS.Path(node.KubeProxyConf)},
 	}
-}
-
-// NetAgentSpec renders kubeboot's network agent: it writes the node's CNI
-// configuration once the controller-manager has given the node a pod CIDR,
-// and routes the other nodes' pod CIDRs to them.
-func (r Renderer) NetAgentSpec() Spec {
-	// On a control-plane node it starts with the API server ready, rather
-	// than failing against RBAC that is still being bootstrapped and then
-	// backing off.
-	sp := r.own(NetAgent, Own{NetAgent: &NetAgentConfig{NodeName: r.Cfg.Init.NodeRegistration.Name,
-		Kubeconfig: r.FS.Path(node.KubeProxyConf), PodSubnets: r.Cfg.Cluster.Networking.PodSubnet}})
-	sp.After = []string{APIServer}
-	sp.RestartOn = []string{r.FS.Path(node.KubeProxyConf)}
-	return sp
 }
 
 // APIServerLBSpec renders the node-local API server load balancer (package

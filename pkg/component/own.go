@@ -20,7 +20,6 @@ type Own struct {
 	CertRenewer     *CertRenewerConfig     `json:"certRenewer,omitempty"`
 	EtcdSnapshotter *EtcdSnapshotterConfig `json:"etcdSnapshotter,omitempty"`
 	CAAgent         *CAAgentConfig         `json:"caAgent,omitempty"`
-	NetAgent        *NetAgentConfig        `json:"netAgent,omitempty"`
 	CSRApprover     *CSRApproverConfig     `json:"csrApprover,omitempty"`
 	APIServerLB     *APIServerLBConfig     `json:"apiServerLB,omitempty"`
 	ManifestApplier *ManifestApplierConfig `json:"manifestApplier,omitempty"`
@@ -62,15 +61,6 @@ type EtcdSnapshotterConfig struct {
 type CAAgentConfig struct {
 	NodeName string `json:"nodeName"`
 	Issue    `json:",inline"`
-}
-
-// NetAgentConfig configures the node's network agent (package netagent).
-type NetAgentConfig struct {
-	NodeName string `json:"nodeName"`
-	// Kubeconfig (a host path) can list and watch Nodes.
-	Kubeconfig string `json:"kubeconfig"`
-	// PodSubnets is the cluster's pod network (comma-separated CIDRs).
-	PodSubnets string `json:"podSubnets,omitempty"`
 }
 
 // CSRApproverConfig configures the approver of the kubelets' serving
@@ -118,7 +108,7 @@ func (o *Own) Validate(name string) error {
 		return fmt.Errorf("the %s spec carries no configuration", name)
 	}
 	set := map[string]bool{CertRenewer: o.CertRenewer != nil, EtcdSnapshotter: o.EtcdSnapshotter != nil, CAAgent: o.CAAgent != nil,
-		NetAgent: o.NetAgent != nil, CSRApprover: o.CSRApprover != nil, APIServerLB: o.APIServerLB != nil,
+		CSRApprover: o.CSRApprover != nil, APIServerLB: o.APIServerLB != nil,
 		ManifestApplier: o.ManifestApplier != nil, StorageScaler: o.StorageScaler != nil}
 	for n, ok := range set {
 		if ok != (n == name) {
@@ -140,10 +130,6 @@ func (o *Own) Validate(name string) error {
 	case EtcdSnapshotter:
 		if o.EtcdSnapshotter.Interval.Duration <= 0 {
 			return fmt.Errorf("%s: interval must be positive", name)
-		}
-	case NetAgent:
-		if o.NetAgent.NodeName == "" || o.NetAgent.Kubeconfig == "" {
-			missing = "nodeName and kubeconfig"
 		}
 	case CSRApprover:
 		if o.CSRApprover.Kubeconfig == "" {
@@ -208,12 +194,6 @@ func legacyOwn(name string, args []string) (*Own, error) {
 		fl.StringVar(&c.NodeName, config.FlagNodeName, "", "")
 		issue(&c.Issue)
 		o.CAAgent = c
-	case NetAgent:
-		c := &NetAgentConfig{}
-		fl.StringVar(&c.NodeName, config.FlagNodeName, "", "")
-		fl.StringVar(&c.Kubeconfig, "kubeconfig", "", "")
-		fl.StringVar(&c.PodSubnets, "pod-subnets", "", "")
-		o.NetAgent = c
 	case CSRApprover:
 		c := &CSRApproverConfig{}
 		fl.StringVar(&c.Kubeconfig, "kubeconfig", "", "")

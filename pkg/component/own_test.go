@@ -38,14 +38,13 @@ func TestLegacyOwnSpecs(t *testing.T) {
 		EtcdSnapshotter: {"--root", dir, "etcd-snapshotter", "--node-name", "cp1", "--cert-dir", "/etc/kubernetes/pki",
 			"--interval", "6h0m0s", "--keep", "5", "--dir", config.DefaultEtcdSnapshotDir},
 		CAAgent:     {"--root", dir, "ca-agent", "--node-name", "cp1", "--cert-dir", "/etc/kubernetes/pki", "--encryption-algorithm", "RSA-2048", "--validity", "8760h0m0s"},
-		NetAgent:    {"--root", dir, "netagent", "--node-name", "cp1", "--kubeconfig", host("etc/kubernetes/kube-proxy.conf"), "--pod-subnets", "10.244.0.0/16"},
 		CSRApprover: {"--root", dir, "csr-approver", "--kubeconfig", host("etc/kubernetes/controller-manager.conf")},
 		APIServerLB: {"--root", dir, "apiserver-lb", "--listen", "127.0.0.1:6444", "--seed", "10.0.0.1:6443",
 			"--ca-file", host("etc/kubernetes/pki/ca.crt"), "--kubeconfig", host("etc/kubernetes/kube-proxy.conf")},
 	}
 	rendered := map[string]Spec{
 		CertRenewer: r.CertRenewerSpec(), EtcdSnapshotter: r.EtcdSnapshotterSpec(), CAAgent: r.CAAgentSpec(),
-		NetAgent: r.NetAgentSpec(), CSRApprover: r.CSRApproverSpec(), APIServerLB: r.APIServerLBSpec("10.0.0.1:6443"),
+		CSRApprover: r.CSRApproverSpec(), APIServerLB: r.APIServerLBSpec("10.0.0.1:6443"),
 		ManifestApplier: r.ManifestApplierSpec(), StorageScaler: r.StorageScalerSpec(),
 	}
 	store := Store{FS: fs}
@@ -106,9 +105,8 @@ func TestOwnValidate(t *testing.T) {
 		own  *Own
 		err  string
 	}{
-		{NetAgent, nil, "carries no configuration"},
-		{NetAgent, &Own{CSRApprover: &CSRApproverConfig{Kubeconfig: "/k"}}, "must carry the configuration of netagent only"},
-		{NetAgent, &Own{NetAgent: &NetAgentConfig{NodeName: "n"}}, "nodeName and kubeconfig required"},
+		{CSRApprover, nil, "carries no configuration"},
+		{CSRApprover, &Own{APIServerLB: &APIServerLBConfig{Seed: "10.0.0.1:6443"}}, "must carry the configuration of csr-approver only"},
 		{APIServerLB, &Own{APIServerLB: &APIServerLBConfig{Seed: "10.0.0.1:6443"}}, "seed and caFile required"},
 		{CertRenewer, &Own{CertRenewer: &CertRenewerConfig{}}, "validity must be positive"},
 		{EtcdSnapshotter, &Own{EtcdSnapshotter: &EtcdSnapshotterConfig{}}, "interval must be positive"},

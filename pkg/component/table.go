@@ -43,7 +43,8 @@ var Table = []Declared{
 	{Name: Containerd, Role: RoleNode, Runs: Renderer.ManagedContainerd},
 	{Name: Kubelet, Role: RoleNode, Render: Renderer.KubeletSpec},
 	{Name: KubeProxy, Role: RoleNode, Render: Renderer.KubeProxySpec},
-	{Name: NetAgent, Role: RoleNode, Render: Renderer.NetAgentSpec},
+	{Name: Flannel, Role: RoleNode, Render: Renderer.FlannelSpec, Runs: Renderer.RunsFlannel},
+	{Name: KubeRouter, Role: RoleNode, Render: Renderer.KubeRouterSpec, Runs: Renderer.RunsNetworkPolicy},
 	{Name: CAAgent, Role: RoleNode, Render: Renderer.CAAgentSpec},
 	{Name: APIServerLB, Role: RoleNode},
 }

@@ -48,6 +48,9 @@ type Config struct {
 	KubeProxy *kubeproxyv1alpha1.KubeProxyConfiguration
 	// Lifecycle is kubeboot's own, from flags: no document carries it.
 	Lifecycle Lifecycle
+	// PodNetwork is kubeboot's own too: init's flags, or what the cluster
+	// stored for a joining node.
+	PodNetwork PodNetwork
 
 	// Source names where the documents came from, for error messages.
 	Source string

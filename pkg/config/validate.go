@@ -142,9 +142,9 @@ func validateNetworking(n *kubeadmv1.Networking, p *field.Path) field.ErrorList 
 		pods, podErrs := parseCIDRs(n.PodSubnet, p.Child("podSubnet"))
 		errs = append(errs, podErrs...)
 		if len(pods) > 1 {
-			// The pod network kubeboot sets up (bridge, host-local IPAM
-			// and the first-node CIDR) is single-stack; a second family
-			// would be allocated to nodes and then left unused.
+			// The node's address, which the kubelet registers and the pod
+			// network's engines read, is of one family: a second pod
+			// subnet would be allocated to nodes and then left unused.
 			errs = append(errs, field.Invalid(p.Child("podSubnet"), n.PodSubnet,
 				"kubeboot's pod network is single-stack: give one CIDR, IPv4 or IPv6"))
 		}

@@ -89,6 +89,14 @@ const containerdModule = "github.com/containerd/containerd/v2"
 func FromSpec(spec component.Spec, specFile string, env []string, cwd string, src Sources) Launch {
 	l := Launch{Name: spec.Name, Program: spec.Name, Args: append([]string{}, spec.Args...), Env: env, Cwd: cwd, Spec: specFile}
 	switch {
+	case spec.Name == component.Flannel || spec.Name == component.KubeRouter:
+		// The pod network's engines: kubeboot's own small main packages.
+		l.Package = "github.com/kubeboot/kubeboot/cmd/" + spec.Name
+		if src.Kubeboot != "" {
+			l.PackageDir = filepath.Join(src.Kubeboot, "cmd", spec.Name)
+		} else {
+			l.PackageDir = "${workspaceFolder}/cmd/" + spec.Name
+		}
 	case spec.Exec != "":
 		l.Program = spec.Exec
 	case kubernetesCmds[spec.Name]:
@@ -105,7 +113,7 @@ func FromSpec(spec component.Spec, specFile string, env []string, cwd string, sr
 		l.Package = etcdModule
 		l.PackageDir = modDir(src.ModCache, etcdModule, "v"+strings.TrimPrefix(version.Etcd, "v"), "")
 	default:
-		// kubeboot's own components (netagent, the load balancer, the
+		// kubeboot's own components (the load balancer, the
 		// approver) are subcommands of kubeboot.
 		l.Program = "kubeboot"
 		l.Package = "github.com/kubeboot/kubeboot/cmd/kubeboot"

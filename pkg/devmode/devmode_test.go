@@ -23,7 +23,7 @@ func launches(t *testing.T) ([]component.Spec, []Launch) {
 		t.Fatal(err)
 	}
 	r := component.Renderer{Cfg: cfg, FS: fsys.NewRoot("/tmp/dev root")}
-	specs := append(r.Specs(component.RoleControlPlane), r.NetAgentSpec(), r.ContainerdSpec())
+	specs := append(r.Specs(component.RoleControlPlane), r.FlannelSpec(), r.KubeRouterSpec(), r.ContainerdSpec())
 	var ls []Launch
 	for _, s := range specs {
 		ls = append(ls, FromSpec(s, "/spec/"+s.Name+".json", []string{"GOGC=50"}, "/tmp/dev root", Sources{ModCache: "/mod"}))
@@ -38,7 +38,8 @@ func TestPrograms(t *testing.T) {
 		"kube-apiserver":          {"kube-apiserver", "/mod/k8s.io/kubernetes@v1.37.2/cmd/kube-apiserver"},
 		"kube-scheduler":          {"kube-scheduler", "/mod/k8s.io/kubernetes@v1.37.2/cmd/kube-scheduler"},
 		"kube-controller-manager": {"kube-controller-manager", "/mod/k8s.io/kubernetes@v1.37.2/cmd/kube-controller-manager"},
-		"netagent":                {"kubeboot", "${workspaceFolder}/cmd/kubeboot"},
+		"flannel":                 {"flannel", "${workspaceFolder}/cmd/flannel"},
+		"kube-router":             {"kube-router", "${workspaceFolder}/cmd/kube-router"},
 		"cert-renewer":            {"kubeboot", "${workspaceFolder}/cmd/kubeboot"},
 		"manifest-applier":        {"kubeboot", "${workspaceFolder}/cmd/kubeboot"},
 		"storage-scaler":          {"kubeboot", "${workspaceFolder}/cmd/kubeboot"},

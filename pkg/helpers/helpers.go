@@ -49,6 +49,11 @@ const (
 	// The metrics add-on's: sigs.k8s.io/metrics-server, built from its
 	// module.
 	MetricsServer = "metrics-server"
+	// The pod network's engines, run by the node daemon on every node:
+	// flannel (the overlay, each node's lease, the CNI configuration) and
+	// kube-router's network policy controller.
+	Flannel    = "flannel"
+	KubeRouter = "kube-router"
 )
 
 // ImageOnly are the helpers that only images are made of and that no

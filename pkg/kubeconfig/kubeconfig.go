@@ -84,7 +84,7 @@ func List(c *config.Config) []Spec {
 		// DaemonSet, so it gets a kubeconfig of its own (its identity is
 		// bound to system:node-proxier by the default RBAC policy).
 		{Name: "kube-proxy", FileName: "kube-proxy.conf", ClientName: "system:kube-proxy", Renewable: true,
-			Short: "Generate a kubeconfig file for kube-proxy (and kubeboot's network agent) to use"},
+			Short: "Generate a kubeconfig file for kube-proxy to use"},
 	}
 }
 

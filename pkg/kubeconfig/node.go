@@ -12,7 +12,7 @@ const (
 	// TLS bootstrap; join removes it once the kubelet has its certificate.
 	BootstrapKubelet = kubeadmconstants.KubeletBootstrapKubeConfigFileName
 	Kubelet          = kubeadmconstants.KubeletKubeConfigFileName
-	// KubeProxy is kube-proxy's (and the network agent's) kubeconfig.
+	// KubeProxy is kube-proxy's kubeconfig.
 	KubeProxy = "kube-proxy.conf"
 )
 

@@ -1,60 +1,63 @@
 package node
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
 
+	"github.com/kubeboot/kubeboot/pkg/cni"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
 
-// CNIConfList renders the node's CNI configuration: a bridge with
-// host-local addresses from the node's pod CIDR and portmap for hostPorts.
-// Traffic leaving the pod network is masqueraded by one rule set that the
-// network agent installs for the whole pod network, not per pod. containerd
-// brings up the pod's loopback interface itself (use_internal_loopback), so
-// no loopback plugin runs.
-func CNIConfList(fs fsys.FS, podCIDR string) ([]byte, error) {
-	conf := map[string]any{
-		"cniVersion": "1.0.0",
-		"name":       CNINetwork(fs),
-		"plugins": []any{
-			map[string]any{
-				"type": "bridge", "bridge": BridgeName, "isGateway": true, "hairpinMode": true,
-				"ipam": map[string]any{
-					"type":    "host-local",
-					"ranges":  [][]map[string]string{{{"subnet": podCIDR}}},
-					"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
-					"dataDir": fs.Path(CNIDataDir + "/networks"),
-				},
-			},
-			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
-		},
-	}
-	b, err := json.MarshalIndent(conf, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
+// CNIConfList renders the node's CNI configuration for its pod subnets
+// (one per family) at the pods' MTU, as flannel writes it once it holds
+// the node's lease (package cni, cmd/flannel).
+func CNIConfList(fs fsys.FS, subnets []string, mtu int) ([]byte, error) {
+	return cni.ConfList(cni.Conf{Network: CNINetwork(fs), Bridge: BridgeName, Subnets: subnets, MTU: mtu,
+		DataDir: fs.Path(CNIDataDir + "/networks")})
 }
 
-// FirstNodeCIDR is the pod CIDR the controller-manager's range allocator
-// gives the first node: the first /24 (IPv4) or /64 (IPv6) of the first
-// pod subnet, its default node mask sizes.
-func FirstNodeCIDR(podSubnet string) (string, error) {
-	first := strings.Split(podSubnet, ",")[0]
-	_, n, err := net.ParseCIDR(strings.TrimSpace(first))
-	if err != nil {
-		return "", fmt.Errorf("pod subnet %q: %w", podSubnet, err)
+// FirstNodeSubnets are the pod subnets the controller-manager's range
+// allocator gives the first node: the first /24 (IPv4) and /64 (IPv6) of
+// each of the pod network's subnets, its default node mask sizes.
+func FirstNodeSubnets(podSubnet string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(podSubnet, ",") {
+		_, n, err := net.ParseCIDR(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("pod subnet %q: %w", podSubnet, err)
+		}
+		ones, bits := n.Mask.Size()
+		size := 24
+		if bits == 128 {
+			size = 64
+		}
+		if ones > size {
+			size = ones
+		}
+		out = append(out, (&net.IPNet{IP: n.IP, Mask: net.CIDRMask(size, bits)}).String())
 	}
-	ones, bits := n.Mask.Size()
-	size := 24
-	if bits == 128 {
-		size = 64
+	return out, nil
+}
+
+// LinkMTU is the MTU of the interface that holds address ip; 0 when no
+// interface of this network namespace holds it.
+func LinkMTU(ip string) int {
+	want := net.ParseIP(ip)
+	ifaces, err := net.Interfaces()
+	if err != nil || want == nil {
+		return 0
 	}
-	if ones > size {
-		size = ones
+	for _, i := range ifaces {
+		addrs, err := i.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.Equal(want) {
+				return i.MTU
+			}
+		}
 	}
-	return (&net.IPNet{IP: n.IP, Mask: net.CIDRMask(size, bits)}).String(), nil
+	return 0
 }

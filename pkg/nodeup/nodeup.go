@@ -3,7 +3,7 @@
 // daemon if the node has none yet) and waits for them, and it runs the
 // node steps both commands share: sysctls, the CNI plugins, containerd and
 // its configuration, the image import, the kubelet, kube-proxy and the
-// network agent.
+// pod network's engines.
 package nodeup
 
 import (
@@ -157,7 +157,7 @@ func (n *Node) Checks() []preflight.Check {
 		// As kubeadm warns: the kubelet runs on v1 only with failCgroupV1: false.
 		return []string{"cgroups v1 support is in maintenance mode and deprecated upstream, please migrate to cgroups v2 (this node's kubelet runs with failCgroupV1: false)"}, nil
 	}})
-	for _, name := range []string{component.Kubelet, component.Containerd, component.KubeProxy, component.NetAgent} {
+	for _, name := range []string{component.Kubelet, component.Containerd, component.KubeProxy, component.Flannel, component.KubeRouter} {
 		checks = append(checks, preflight.FileAvailable(n.FS, component.SpecPath(name)))
 	}
 	sockets := []string{path.Join(node.KubeletDir, "pod-resources/kubelet.sock"), path.Join(node.KubeletDir, "device-plugins/kubelet.sock")}
@@ -185,6 +185,9 @@ func (n *Node) Checks() []preflight.Check {
 		)
 	}
 	checks = append(checks, preflight.InPath("iptables", "kube-proxy and the CNI plugins need iptables: run `apt-get install iptables`"))
+	if r.RunsNetworkPolicy() {
+		checks = append(checks, preflight.InPath("ipset", "kube-router's network policy controller, which enforces NetworkPolicies, needs ipset: run `apt-get install ipset` (or give init --disable-network-policy)"))
+	}
 	checks = append(checks, preflight.Check{Name: "NodeDaemon", Run: func() ([]string, error) {
 		if pid := daemon.Running(n.FS); pid != 0 {
 			return nil, fmt.Errorf("a kubeboot daemon already runs for %s (pid %d): run `kubeboot reset` first", n.FS.Path("/"), pid)
@@ -450,12 +453,21 @@ func (n *Node) WaitKubelet(ctx context.Context) error {
 	return n.Wait(ctx, "kubelet-check", spec)
 }
 
-// StartNetwork hands the network agent and kube-proxy (unless the
-// configuration turns kube-proxy off) to the daemon, kube-proxy with its
-// configuration for this node.
+// StartNetwork hands the pod network's engines (flannel, kube-router's
+// network policy controller, as the configuration runs them) and
+// kube-proxy (unless the configuration turns it off) to the daemon,
+// kube-proxy with its configuration for this node.
 func (n *Node) StartNetwork(prefix string) error {
-	if err := n.WriteSpec(n.Renderer().NetAgentSpec(), prefix); err != nil {
-		return err
+	r := n.Renderer()
+	if r.RunsFlannel() {
+		if err := n.WriteSpec(r.FlannelSpec(), prefix); err != nil {
+			return err
+		}
+	}
+	if r.RunsNetworkPolicy() {
+		if err := n.WriteSpec(r.KubeRouterSpec(), prefix); err != nil {
+			return err
+		}
 	}
 	if n.Cfg.Cluster.Proxy.Disabled {
 		return nil

@@ -18,7 +18,6 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/etcdbackup"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/manifests"
-	"github.com/kubeboot/kubeboot/pkg/netagent"
 	"github.com/kubeboot/kubeboot/pkg/renewal"
 )
 
@@ -41,16 +40,6 @@ func New(fs fsys.FS, spec component.Spec, logf func(format string, args ...any))
 		start = etcdSnapshotter(fs, o.EtcdSnapshotter, logf)
 	case o.CAAgent != nil:
 		start = caAgent(fs, o.CAAgent, logf)
-	case o.NetAgent != nil:
-		c := o.NetAgent
-		start = func(context.Context) (func(context.Context, func()) error, error) {
-			client, _, err := apiclient.FromKubeconfig(c.Kubeconfig, "")
-			if err != nil {
-				return nil, err
-			}
-			a := &netagent.Agent{Client: client, NodeName: c.NodeName, PodSubnets: c.PodSubnets, FS: fs, Logf: logf}
-			return readyAtOnce(a.Run), nil
-		}
 	case o.CSRApprover != nil:
 		c := o.CSRApprover
 		start = func(context.Context) (func(context.Context, func()) error, error) {

@@ -81,7 +81,7 @@ func TestAPIServerLBLifecycle(t *testing.T) {
 		t.Errorf("Start without its CA file: %v", err)
 	}
 	// A spec without its configuration is refused.
-	if _, err := New(fs, component.Spec{Name: component.NetAgent}, func(string, ...any) {}); err == nil {
+	if _, err := New(fs, component.Spec{Name: component.CSRApprover}, func(string, ...any) {}); err == nil {
 		t.Error("New of a spec without Own: no error")
 	}
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/images"
-	"github.com/kubeboot/kubeboot/pkg/netagent"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 
@@ -159,10 +158,19 @@ func TestSingleNode(t *testing.T) {
 		}
 		// Each component runs under its own name, with its own environment.
 		// kubeboot's own components run inside the daemon, with no process
-		// of their own: here the network agent, the certificate renewal,
-		// the scheduled snapshots (both on by default) and the CA
-		// rotation's agent.
-		inDaemon := map[string]bool{"netagent": false, "cert-renewer": false, "etcd-snapshotter": false, "ca-agent": false}
+		// of their own: here the certificate renewal, the scheduled
+		// snapshots (both on by default) and the CA rotation's agent. The
+		// pod network's engines are processes of their own.
+		inDaemon := map[string]bool{"cert-renewer": false, "etcd-snapshotter": false, "ca-agent": false}
+		var engines []string
+		for _, c := range readStatus(t, h).Components {
+			if c.Name == component.Flannel || c.Name == component.KubeRouter {
+				engines = append(engines, c.Name)
+			}
+		}
+		if len(engines) != 2 {
+			t.Errorf("the pod network's engines in status: %v, want flannel and kube-router", engines)
+		}
 		for _, c := range readStatus(t, h).Components {
 			if c.InProcess {
 				if !component.IsInDaemon(c.Name) || c.PID != readStatus(t, h).PID {
@@ -259,10 +267,11 @@ func TestSingleNode(t *testing.T) {
 			})
 			t.Logf("%s answered from %v", url, keys(seen))
 		}
-		// One masquerade rule set for the pod network, none per pod.
+		// One masquerade rule set for the pod network (flannel's), none
+		// per pod.
 		nat, _ := nethost.Run(h.Command("iptables-save", "-t", "nat"))
-		if !strings.Contains(nat, "-A POSTROUTING -s 10.244.0.0/16") || !strings.Contains(nat, ":"+netagent.MasqueradeChain) {
-			t.Errorf("no masquerade rule for the pod network:\n%s", grepLines(nat, "POSTROUTING"))
+		if !strings.Contains(nat, ":FLANNEL-POSTRTG") || !strings.Contains(nat, "-A FLANNEL-POSTRTG -s 10.244.0.0/16") {
+			t.Errorf("no masquerade rule for the pod network:\n%s", grepLines(nat, "POSTR"))
 		}
 		if strings.Contains(nat, ":CNI-") {
 			t.Errorf("per-pod CNI chains in the nat table:\n%s", grepLines(nat, "CNI-"))

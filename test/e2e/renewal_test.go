@@ -97,7 +97,7 @@ certificateValidityPeriod: 2m
 
 	log, _ := os.ReadFile(filepath.Join(h.Root, "var/log/kubeboot/daemon.log"))
 	for _, want := range []string{"restarting kube-controller-manager: " + filepath.Join(h.Root, "etc/kubernetes/controller-manager.conf") + " changed",
-		"restarting kube-scheduler: ", "[certs] kube-scheduler restarted and ready in", "restarting kube-proxy: ", "restarting netagent: "} {
+		"restarting kube-scheduler: ", "[certs] kube-scheduler restarted and ready in", "restarting kube-proxy: "} {
 		if !strings.Contains(string(log), want) {
 			t.Errorf("the daemon's log lacks %q:\n%s", want, lastLines(string(log), 40))
 		}
@@ -137,7 +137,7 @@ certificateValidityPeriod: 2m
 	// Online renewal by hand: the same restarts, no failed read.
 	before := readCertFile(t, filepath.Join(pkiDir, "apiserver.crt"))
 	out = kb(t, h, "certs", "renew", "all")
-	if !strings.Contains(out, "kube-apiserver and etcd load them by themselves") || !strings.Contains(out, "The kubeboot daemon restarts kube-controller-manager, kube-proxy, kube-scheduler, manifest-applier, netagent, storage-scaler, one at a time") {
+	if !strings.Contains(out, "kube-apiserver and etcd load them by themselves") || !strings.Contains(out, "The kubeboot daemon restarts kube-controller-manager, kube-proxy, kube-scheduler, manifest-applier, storage-scaler, one at a time") {
 		t.Errorf("certs renew all said:\n%s", out)
 	}
 	if after := readCertFile(t, filepath.Join(pkiDir, "apiserver.crt")); after.SerialNumber.Cmp(before.SerialNumber) == 0 {

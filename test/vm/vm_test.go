@@ -217,7 +217,9 @@ ip -o link | awk -F': ' '{print "link " $2}' | sed 's/@.*//'
 iptables-save | awk '/^\*/ {t=$1} /^:/ && $2=="-" {print "iptables " t " " $1}'
 lsmod | awk 'NR>1 && $1 ~ /^(br_netfilter|bridge|stp|llc|overlay)$/ {print "module " $1}' | sort
 for s in net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables; do echo "sysctl $s=$(sysctl -n $s 2>/dev/null)"; done
-ps -eo comm= | grep -E 'kube|etcd|containerd|coredns|pause' | sed 's/^/process /' | sort -u || true
+ps -eo comm= | grep -E 'kube|etcd|containerd|coredns|pause|flannel' | sed 's/^/process /' | sort -u || true
+ipset list -n 2>/dev/null | sed 's/^/ipset /'
+ip -o route | grep -v 'proto kernel' | sed 's/^/route /'
 `
 
 // diffLines returns the lines of after that before lacks, and those gone.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,21 +45,33 @@ func runKubeletStart(ctx context.Context, d *Data) error {
 }
 
 // writeFirstCNIConfig writes the CNI configuration of the first node of a
-// cluster before the runtime starts: the controller-manager hands the
-// first node the first subnet of the pod network, so the node is Ready as
-// soon as it registers instead of after the allocation round trip and the
-// kubelet's next runtime check. The network agent rewrites it should the
-// allocation differ.
+// cluster before the runtime starts, as flannel will write it: the
+// controller-manager hands the first node the first subnet of the pod
+// network, so the node is Ready as soon as it registers instead of after
+// the allocation round trip, flannel's lease and the kubelet's next
+// runtime check. The pods' MTU is the node interface's less the backend's
+// overhead, flannel's own figure. flannel rewrites the file should its
+// lease differ.
 func (d *Data) writeFirstCNIConfig() error {
-	cidr, err := node.FirstNodeCIDR(d.Cfg.Cluster.Networking.PodSubnet)
+	r := d.Renderer()
+	if !r.RunsFlannel() {
+		return nil
+	}
+	subnets, err := node.FirstNodeSubnets(d.Cfg.Cluster.Networking.PodSubnet)
 	if err != nil {
 		return err
 	}
-	conf, err := node.CNIConfList(d.FS, cidr)
+	addr := d.Cfg.Init.LocalAPIEndpoint.AdvertiseAddress
+	mtu := node.LinkMTU(addr)
+	if mtu == 0 {
+		return nil // flannel writes it, from the interface it finds
+	}
+	mtu -= d.Cfg.PodNetwork.Overhead()
+	conf, err := node.CNIConfList(d.FS, subnets, mtu)
 	if err != nil {
 		return err
 	}
-	d.Logf("[kubelet-start] Writing the CNI configuration for pod CIDR %s to %q", cidr, d.FS.Path(node.CNIConfFile))
+	d.Logf("[kubelet-start] Writing the CNI configuration for pod CIDR %s, MTU %d, to %q", strings.Join(subnets, ","), mtu, d.FS.Path(node.CNIConfFile))
 	return d.FS.WriteFile(node.CNIConfFile, conf, 0o644)
 }
 

@@ -194,7 +194,11 @@ func Phases() []phase {
 			{Name: "kubeadm", Short: "Upload the kubeadm ClusterConfiguration to a ConfigMap", Run: func(ctx context.Context, d *Data) error {
 				d.Logf("[upload-config] Storing the configuration used in ConfigMap %q in the %q Namespace", bootstrap.KubeadmConfigMap, "kube-system")
 				return d.withClient(ctx, "upload the ClusterConfiguration", func(ctx context.Context, c kubernetes.Interface) error {
-					return bootstrap.UploadKubeadmConfig(ctx, c, d.Cfg)
+					if err := bootstrap.UploadKubeadmConfig(ctx, c, d.Cfg); err != nil {
+						return err
+					}
+					// kubeboot's own choice of pod network, beside it.
+					return bootstrap.UploadPodNetwork(ctx, c, d.Cfg)
 				})
 			}},
 			{Name: "kubelet", Short: "Upload the kubelet component config to a ConfigMap", Run: func(ctx context.Context, d *Data) error {
@@ -403,7 +407,7 @@ func (d *Data) bootstrapTokens(ctx context.Context, c kubernetes.Interface, admi
 			return err
 		}
 	}
-	if err := bootstrap.NodeRBAC(ctx, c); err != nil {
+	if err := bootstrap.NodeRBAC(ctx, c, d.Cfg.PodNetwork.NetworkPolicy); err != nil {
 		return err
 	}
 	d.Logf("[bootstrap-token] Configured RBAC rules to allow nodes to run kube-proxy with their own credentials and to remove their own Node object on reset")

@@ -191,7 +191,7 @@ func (d *Data) discover(ctx context.Context) error {
 	if name := fetched.Cluster.ClusterName; name != "" && name != "kubernetes" {
 		boot = renameCluster(boot, name)
 	}
-	d.Cfg.Cluster, d.Cfg.Kubelet, d.Cfg.KubeProxy = fetched.Cluster, fetched.Kubelet, fetched.KubeProxy
+	d.Cfg.Cluster, d.Cfg.Kubelet, d.Cfg.KubeProxy, d.Cfg.PodNetwork = fetched.Cluster, fetched.Kubelet, fetched.KubeProxy, fetched.PodNetwork
 	if k := d.Cfg.Kubelet; k != nil {
 		// The cgroup driver and cgroup v1 are the joining host's, not the
 		// init host's: a systemd host joins a cluster made on one without

@@ -38,7 +38,6 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/hardening"
 	"github.com/kubeboot/kubeboot/pkg/host"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
-	"github.com/kubeboot/kubeboot/pkg/netagent"
 	"github.com/kubeboot/kubeboot/pkg/node"
 )
 
@@ -130,6 +129,7 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	worker := !fsys.Exists(fs, component.SpecPath(component.APIServer)) && fsys.Exists(fs, component.SpecPath(component.Kubelet))
 	nodeSide := hasNodeSide(fs)
 	name := nodeName(fs) // before the kubelet's spec goes
+	podSubnets := podSubnetsOf(fs)
 	// The kubelet first, or it restarts the containers we kill (and
 	// registers the Node again); then the containers, while containerd
 	// still runs: they are not the daemon's children and would outlive it.
@@ -162,10 +162,10 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 		}
 	}
 	if nodeSide {
-		cleanup.DeleteLink(node.BridgeName, d.Out)
-		if err := cleanup.FlushChains([]string{"KUBE-", "CNI-", netagent.ChainPrefix}, d.Out); err != nil {
+		if err := cleanup.FlushChains(cleanup.PodNetworkChains, d.Out); err != nil {
 			fmt.Fprintf(d.Err, "[reset] %v\n", err)
 		}
+		cleanup.PodNetwork(podSubnets, d.Out)
 	} else {
 		// A control plane alone (dev up --mode control-plane, or
 		// cluster.Init with ControlPlaneOnly) ran no pod network: the
@@ -207,10 +207,10 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 }
 
 // hasNodeSide reports whether a node side ran here (or began to): a spec
-// of the kubelet, containerd, kube-proxy or the network agent, or their
+// of the kubelet, containerd, kube-proxy or the pod network's engines, or their
 // state directories.
 func hasNodeSide(fs fsys.FS) bool {
-	for _, name := range []string{component.Kubelet, component.Containerd, component.KubeProxy, component.NetAgent} {
+	for _, name := range []string{component.Kubelet, component.Containerd, component.KubeProxy, component.Flannel, component.KubeRouter, component.RetiredNetAgent} {
 		if fsys.Exists(fs, component.SpecPath(name)) {
 			return true
 		}
@@ -270,6 +270,28 @@ func storageLinks(fs fsys.FS) string {
 		return ""
 	}
 	return node.StorageRoot
+}
+
+// podSubnetsOf is the cluster's pod network as the node's engines were
+// given it (flannel's, or kube-router's, spec), or as kubeboot's network
+// agent of before flannel was: reset removes the routes into it.
+func podSubnetsOf(fs fsys.FS) []string {
+	for _, name := range []string{component.Flannel, component.KubeRouter} {
+		if v := component.FlagValue(specArgs(fs, name), "--pod-subnets"); v != "" {
+			return strings.Split(v, ",")
+		}
+	}
+	var old struct {
+		Own struct {
+			NetAgent struct {
+				PodSubnets string `json:"podSubnets"`
+			} `json:"netAgent"`
+		} `json:"own"`
+	}
+	if b, err := fs.ReadFile(component.SpecPath(component.RetiredNetAgent)); err == nil && json.Unmarshal(b, &old) == nil && old.Own.NetAgent.PodSubnets != "" {
+		return strings.Split(old.Own.NetAgent.PodSubnets, ",")
+	}
+	return nil
 }
 
 func nodeName(fs fsys.FS) string {

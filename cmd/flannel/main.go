@@ -1,0 +1,277 @@
+// Command flannel is kubeboot's pod network engine on a node: upstream
+// flannel (github.com/flannel-io/flannel, pinned in go.mod) with its kube
+// subnet manager (each node's subnet is its Node's spec.podCIDRs, which
+// the controller-manager allocates), the backends k3s offers (vxlan,
+// host-gw, wireguard) and its iptables traffic manager (masquerading of
+// pod traffic that leaves the pod network, FORWARD rules for it), put
+// together as flannel's own main does. What differs from flanneld:
+//
+//   - it takes its settings as flags from the node's spec, not from a
+//     ConfigMap and environment, and keeps its files under the node's
+//     root prefix (several nodes share a machine in tests);
+//   - it waits for the node's kubeconfig and pod CIDR before it starts,
+//     rather than exiting and relying on a restart;
+//   - it writes the node's CNI configuration itself (package cni: a
+//     bridge at the lease's MTU with host-local addresses from the
+//     lease), where flannel's CNI plugin would read subnet.env at every
+//     pod's start and delegate to the same bridge plugin;
+//   - it answers /readyz once the lease, the rules and the CNI
+//     configuration are in place.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/flannel-io/flannel/pkg/backend"
+	_ "github.com/flannel-io/flannel/pkg/backend/hostgw"
+	_ "github.com/flannel-io/flannel/pkg/backend/vxlan"
+	_ "github.com/flannel-io/flannel/pkg/backend/wireguard"
+	"github.com/flannel-io/flannel/pkg/ip"
+	"github.com/flannel-io/flannel/pkg/ipmatch"
+	"github.com/flannel-io/flannel/pkg/subnet/kube"
+	"github.com/flannel-io/flannel/pkg/trafficmngr/iptables"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/kubeboot/kubeboot/internal/healthz"
+	"github.com/kubeboot/kubeboot/internal/settle"
+	"github.com/kubeboot/kubeboot/pkg/cni"
+)
+
+type options struct {
+	kubeconfig, nodeName, nodeIP string
+	podSubnets, backend          string
+	stateDir                     string
+	cniConf, cniNetwork          string
+	cniBridge, cniDataDir        string
+	readyz                       string
+	resync                       int
+}
+
+func main() {
+	os.Exit(settle.Main(run)(os.Args[1:]))
+}
+
+func run(args []string) int {
+	o := options{}
+	fs := flag.NewFlagSet("flannel", flag.ContinueOnError)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the node's identity")
+	fs.StringVar(&o.nodeName, "node-name", "", "the node's name")
+	fs.StringVar(&o.nodeIP, "node-ip", "", "the node's address(es), comma-separated: the interface that holds the first carries the overlay")
+	fs.StringVar(&o.podSubnets, "pod-subnets", "", "the cluster's pod network, comma-separated CIDRs (one per family)")
+	fs.StringVar(&o.backend, "backend", "vxlan", "flannel backend: vxlan, host-gw or wireguard")
+	fs.StringVar(&o.stateDir, "state-dir", "/run/flannel", "directory of flannel's net-conf.json, subnet.env and WireGuard key")
+	fs.StringVar(&o.cniConf, "cni-conf", "/etc/cni/net.d/10-kubeboot.conflist", "the node's CNI configuration file, written once the lease is held")
+	fs.StringVar(&o.cniNetwork, "cni-network", "kubeboot", "the CNI network's name")
+	fs.StringVar(&o.cniBridge, "cni-bridge", "cni0", "the bridge pods attach to")
+	fs.StringVar(&o.cniDataDir, "cni-data-dir", "/var/lib/cni/networks", "host-local's directory")
+	fs.StringVar(&o.readyz, "readyz", "127.0.0.1:20245", "address of /readyz (empty: none)")
+	fs.IntVar(&o.resync, "iptables-resync", 5, "seconds between checks of flannel's iptables rules")
+	klog.InitFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := o.run(ctx); err != nil && ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, "flannel:", err)
+		return 1
+	}
+	return 0
+}
+
+// netConf is flannel's net-conf.json for the cluster's pod network.
+func netConf(podSubnets, backendType string) ([]byte, error) {
+	c := map[string]any{"Backend": map[string]any{"Type": backendType}}
+	if backendType == "wireguard" {
+		// As k3s's wireguard-native: peers behind NAT keep their
+		// mapping alive.
+		c["Backend"] = map[string]any{"Type": backendType, "PersistentKeepaliveInterval": 25}
+	}
+	c["EnableIPv4"], c["EnableIPv6"] = false, false
+	for _, s := range strings.Split(podSubnets, ",") {
+		s = strings.TrimSpace(s)
+		ipAddr, _, err := net.ParseCIDR(s)
+		if err != nil {
+			return nil, fmt.Errorf("pod subnet %q: %w", s, err)
+		}
+		if ipAddr.To4() != nil {
+			c["Network"], c["EnableIPv4"] = s, true
+		} else {
+			c["IPv6Network"], c["EnableIPv6"] = s, true
+		}
+	}
+	return json.MarshalIndent(c, "", "  ")
+}
+
+func (o options) run(ctx context.Context) error {
+	if o.nodeName == "" || o.kubeconfig == "" || o.podSubnets == "" {
+		return errors.New("--node-name, --kubeconfig and --pod-subnets are required")
+	}
+	var ready atomic.Bool
+	if o.readyz != "" {
+		healthz.Serve(ctx, o.readyz, &ready)
+	}
+	if err := os.MkdirAll(o.stateDir, 0o700); err != nil {
+		return err
+	}
+	conf, err := netConf(o.podSubnets, o.backend)
+	if err != nil {
+		return err
+	}
+	netConfPath := filepath.Join(o.stateDir, "net-conf.json")
+	if err := os.WriteFile(netConfPath, conf, 0o644); err != nil {
+		return err
+	}
+	if err := waitPodCIDR(ctx, o.kubeconfig, o.nodeName); err != nil {
+		return err
+	}
+	// The kube subnet manager reads the node's name from the environment,
+	// the wireguard backend its key file.
+	os.Setenv("NODE_NAME", o.nodeName)
+	os.Setenv("WIREGUARD_KEY_FILE", filepath.Join(o.stateDir, "wgkey"))
+	sm, err := kube.NewSubnetManager(ctx, "", o.kubeconfig, "flannel.alpha.coreos.com", netConfPath, false)
+	if err != nil {
+		return fmt.Errorf("subnet manager: %w", err)
+	}
+	config, err := sm.GetNetworkConfig(ctx)
+	if err != nil {
+		return err
+	}
+	stack, err := ipmatch.GetIPFamily(config.EnableIPv4, config.EnableIPv6)
+	if err != nil {
+		return err
+	}
+	// The interface that holds the node's address (its InternalIP) carries
+	// the overlay, as flannel's --iface=<address>.
+	var v4, v6 string
+	for _, a := range strings.Split(o.nodeIP, ",") {
+		if p := net.ParseIP(strings.TrimSpace(a)); p != nil && p.To4() != nil && v4 == "" {
+			v4 = p.String()
+		} else if p != nil && p.To4() == nil && v6 == "" {
+			v6 = p.String()
+		}
+	}
+	byAddr := v4
+	if byAddr == "" || !config.EnableIPv4 {
+		byAddr = v6
+	}
+	ext, err := ipmatch.LookupExtIface(byAddr, "", "", stack, ipmatch.PublicIPOpts{PublicIP: v4, PublicIPv6: v6})
+	if err != nil {
+		return fmt.Errorf("the interface of %s: %w", byAddr, err)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	be, err := backend.NewManager(ctx, sm, ext).GetBackend(config.BackendType)
+	if err != nil {
+		return err
+	}
+	bn, err := be.RegisterNetwork(ctx, &wg, config)
+	if err != nil {
+		return fmt.Errorf("registering the network: %w", err)
+	}
+	tm := &iptables.IPTablesManager{}
+	if err := tm.Init(ctx); err != nil {
+		return err
+	}
+	l := bn.Lease()
+	var prevNet, prevSubnet ip.IP4Net
+	var prevNet6, prevSubnet6 ip.IP6Net
+	if err := tm.SetupAndEnsureMasqRules(ctx, config.Network, prevSubnet, prevNet, config.IPv6Network, prevSubnet6, prevNet6, l, o.resync, false); err != nil {
+		return fmt.Errorf("masquerading rules: %w", err)
+	}
+	// A FORWARD chain whose policy is DROP (Docker's) lets pod traffic
+	// through.
+	tm.SetupAndEnsureForwardRules(ctx, config.Network, config.IPv6Network, o.resync)
+	if err := sm.HandleSubnetFile(filepath.Join(o.stateDir, "subnet.env"), config, true, l.Subnet, l.IPv6Subnet, bn.MTU()); err != nil {
+		return fmt.Errorf("subnet file: %w", err)
+	}
+	var subnets []string
+	if config.EnableIPv4 {
+		subnets = append(subnets, l.Subnet.String())
+	}
+	if config.EnableIPv6 {
+		subnets = append(subnets, l.IPv6Subnet.String())
+	}
+	b, err := cni.ConfList(cni.Conf{Network: o.cniNetwork, Bridge: o.cniBridge, Subnets: subnets, MTU: bn.MTU(), DataDir: o.cniDataDir})
+	if err != nil {
+		return err
+	}
+	if _, err := cni.Write(o.cniConf, b); err != nil {
+		return err
+	}
+	klog.Infof("lease %s, MTU %d on %s (%s backend); wrote %s", strings.Join(subnets, ","), bn.MTU(), ext.Iface.Name, config.BackendType, o.cniConf)
+	ready.Store(true)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		bn.Run(ctx)
+	}()
+	if err := sm.CompleteLease(ctx, l, &wg); err != nil {
+		klog.Errorf("completing the lease: %v", err)
+		if strings.EqualFold(err.Error(), "interrupted") {
+			return err
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// waitPodCIDR waits for the node's kubeconfig (a worker's comes with its
+// kubelet's TLS bootstrap) and for its Node to have a pod CIDR: flannel's
+// kube subnet manager refuses a node without one.
+func waitPodCIDR(ctx context.Context, kubeconfig, nodeName string) error {
+	start, said := time.Now(), time.Now()
+	var last error
+	for {
+		last = func() error {
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return err
+			}
+			c, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			n, err := c.CoreV1().Nodes().Get(rctx, nodeName, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if n.Spec.PodCIDR == "" {
+				return fmt.Errorf("node %s has no pod CIDR yet", nodeName)
+			}
+			return nil
+		}()
+		if last == nil {
+			return nil
+		}
+		if time.Since(said) > 10*time.Second {
+			klog.Infof("waiting for node %s's pod CIDR (%s so far): %v", nodeName, time.Since(start).Round(time.Second), last)
+			said = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

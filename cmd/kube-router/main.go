@@ -1,0 +1,222 @@
+// Command kube-router is kubeboot's NetworkPolicy engine on a node:
+// kube-router's network policy controller (github.com/cloudnativelabs/
+// kube-router/v2, pkg/controllers/netpol, pinned in go.mod), put together
+// as k3s embeds it — the firewall alone: kube-router's routing and service
+// proxy are not linked (flannel routes, kube-proxy proxies). It enforces
+// every NetworkPolicy on the pods of its node with iptables and ipsets.
+//
+// It answers /readyz once its first full sync of the policies to iptables
+// has ended.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cloudnativelabs/kube-router/v2/pkg/controllers/netpol"
+	"github.com/cloudnativelabs/kube-router/v2/pkg/healthcheck"
+	"github.com/cloudnativelabs/kube-router/v2/pkg/options"
+	"github.com/cloudnativelabs/kube-router/v2/pkg/utils"
+	"github.com/coreos/go-iptables/iptables"
+	v1core "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/kubeboot/kubeboot/internal/healthz"
+	"github.com/kubeboot/kubeboot/internal/settle"
+)
+
+func main() {
+	os.Exit(settle.Main(run)(os.Args[1:]))
+}
+
+type opts struct {
+	kubeconfig, nodeName, serviceSubnets, podSubnets, nodePortRange, readyz string
+	syncPeriod                                                              time.Duration
+}
+
+func run(args []string) int {
+	o := opts{}
+	fs := flag.NewFlagSet("kube-router", flag.ContinueOnError)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the node's identity")
+	fs.StringVar(&o.nodeName, "node-name", "", "the node's name")
+	fs.StringVar(&o.serviceSubnets, "service-subnets", "10.96.0.0/12", "the Service network, comma-separated (one per family)")
+	fs.StringVar(&o.podSubnets, "pod-subnets", "", "the pod network, comma-separated: its families are the ones policed")
+	fs.StringVar(&o.nodePortRange, "service-node-port-range", "30000-32767", "the NodePort range")
+	fs.StringVar(&o.readyz, "readyz", "127.0.0.1:20244", "address of /readyz (empty: none)")
+	fs.DurationVar(&o.syncPeriod, "sync-period", 5*time.Minute, "period of full syncs of policies to iptables (changes apply at once)")
+	klog.InitFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := o.run(ctx); err != nil && ctx.Err() == nil {
+		fmt.Fprintln(os.Stderr, "kube-router:", err)
+		return 1
+	}
+	return 0
+}
+
+func (o opts) run(ctx context.Context) error {
+	if o.kubeconfig == "" || o.nodeName == "" {
+		return errors.New("--kubeconfig and --node-name are required")
+	}
+	var ready atomic.Bool
+	if o.readyz != "" {
+		healthz.Serve(ctx, o.readyz, &ready)
+	}
+	cfg := options.NewKubeRouterConfig()
+	cfg.ClusterIPCIDRs = splitList(o.serviceSubnets)
+	cfg.NodePortRange = strings.ReplaceAll(o.nodePortRange, "-", ":")
+	cfg.HostnameOverride = o.nodeName
+	cfg.RunFirewall, cfg.RunRouter, cfg.RunServiceProxy = true, false, false
+	cfg.IPTablesSyncPeriod = o.syncPeriod
+	for _, s := range splitList(o.podSubnets) {
+		if strings.Contains(s, ":") {
+			cfg.EnableIPv6 = true
+		} else {
+			cfg.EnableIPv4 = true
+		}
+	}
+	if !cfg.EnableIPv4 && !cfg.EnableIPv6 {
+		cfg.EnableIPv4 = true
+	}
+	// The node's name, for kube-router's own lookup of its Node.
+	os.Setenv("NODE_NAME", o.nodeName)
+
+	client, err := waitNode(ctx, o.kubeconfig, o.nodeName)
+	if err != nil {
+		return err
+	}
+	iptablesHandlers := map[v1core.IPFamily]utils.IPTablesHandler{}
+	ipsetHandlers := map[v1core.IPFamily]utils.IPSetHandler{}
+	for _, f := range []struct {
+		on    bool
+		fam   v1core.IPFamily
+		proto iptables.Protocol
+		v6    bool
+	}{{cfg.EnableIPv4, v1core.IPv4Protocol, iptables.ProtocolIPv4, false}, {cfg.EnableIPv6, v1core.IPv6Protocol, iptables.ProtocolIPv6, true}} {
+		if !f.on {
+			continue
+		}
+		ipt, err := iptables.NewWithProtocol(f.proto)
+		if err != nil {
+			return fmt.Errorf("iptables: %w", err)
+		}
+		set, err := utils.NewIPSet(f.v6)
+		if err != nil {
+			return fmt.Errorf("ipset (the ipset command and the kernel's ip_set): %w", err)
+		}
+		iptablesHandlers[f.fam], ipsetHandlers[f.fam] = ipt, set
+	}
+
+	f := informers.NewSharedInformerFactory(client, 0)
+	pods := f.Core().V1().Pods().Informer()
+	namespaces := f.Core().V1().Namespaces().Informer()
+	policies := f.Networking().V1().NetworkPolicies().Informer()
+	f.Start(ctx.Done())
+	defer f.Shutdown()
+	f.WaitForCacheSync(ctx.Done())
+
+	npc, err := netpol.NewNetworkPolicyController(client, cfg, pods, policies, namespaces, &sync.Mutex{}, iptablesHandlers, ipsetHandlers)
+	if err != nil {
+		return fmt.Errorf("network policy controller: %w", err)
+	}
+	if _, err := pods.AddEventHandler(npc.PodEventHandler); err != nil {
+		return err
+	}
+	if _, err := namespaces.AddEventHandler(npc.NamespaceEventHandler); err != nil {
+		return err
+	}
+	if _, err := policies.AddEventHandler(npc.NetworkPolicyEventHandler); err != nil {
+		return err
+	}
+	// The controller reports the start of each full sync on this channel
+	// (unbuffered: it must be drained). The first sync starts at once; a
+	// second one asked for then starts when the first has ended: from
+	// then on the policies are in iptables.
+	health := make(chan *healthcheck.ControllerHeartbeat)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go npc.Run(health, ctx.Done(), &wg)
+	syncs := 0
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return nil
+		case <-health:
+			syncs++
+			switch syncs {
+			case 1:
+				npc.RequestFullSync()
+			case 2:
+				ready.Store(true)
+				klog.Infof("network policies of node %s enforced (first full sync done)", o.nodeName)
+			}
+		}
+	}
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// waitNode waits for the node's kubeconfig and Node (with an address:
+// kube-router's controller needs the node's IPs).
+func waitNode(ctx context.Context, kubeconfig, nodeName string) (kubernetes.Interface, error) {
+	start, said := time.Now(), time.Now()
+	for {
+		c, err := func() (kubernetes.Interface, error) {
+			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+			if err != nil {
+				return nil, err
+			}
+			c, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return nil, err
+			}
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			n, err := c.CoreV1().Nodes().Get(rctx, nodeName, metav1.GetOptions{})
+			if err != nil {
+				return nil, err
+			}
+			if len(n.Status.Addresses) == 0 {
+				return nil, fmt.Errorf("node %s has no address yet", nodeName)
+			}
+			return c, nil
+		}()
+		if err == nil {
+			return c, nil
+		}
+		if time.Since(said) > 10*time.Second {
+			klog.Infof("waiting for node %s (%s so far): %v", nodeName, time.Since(start).Round(time.Second), err)
+			said = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,90 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+)
+
+// PodNetwork is kubeboot's own choice of pod network engines, from init's
+// flags (as k3s's --flannel-backend and --disable-network-policy): no
+// kubeadm document carries it. init stores it in the cluster (ConfigMap
+// kube-system/kubeboot-network) and every node that joins reads it back.
+type PodNetwork struct {
+	// Backend is flannel's backend: vxlan (the default: an overlay that
+	// crosses any IP network), host-gw (routes; every node on one L2),
+	// wireguard-native (an encrypted overlay), or none (no flannel and no
+	// CNI configuration: the operator installs a CNI of their own).
+	Backend string
+	// NetworkPolicy runs kube-router's network policy controller on every
+	// node.
+	NetworkPolicy bool
+}
+
+// Pod network backends.
+const (
+	BackendVXLAN     = "vxlan"
+	BackendHostGW    = "host-gw"
+	BackendWireGuard = "wireguard-native"
+	BackendNone      = "none"
+)
+
+// Backends lists the backends, the default first.
+var Backends = []string{BackendVXLAN, BackendHostGW, BackendWireGuard, BackendNone}
+
+// DefaultPodNetwork is what init uses when not told otherwise.
+func DefaultPodNetwork() PodNetwork { return PodNetwork{Backend: BackendVXLAN, NetworkPolicy: true} }
+
+// Validate refuses a backend kubeboot does not know.
+func (p PodNetwork) Validate() error {
+	for _, b := range Backends {
+		if p.Backend == b {
+			return nil
+		}
+	}
+	return fmt.Errorf("--flannel-backend %q: one of %s", p.Backend, strings.Join(Backends, ", "))
+}
+
+// Flannel reports whether flannel runs.
+func (p PodNetwork) Flannel() bool { return p.Backend != BackendNone && p.Backend != "" }
+
+// FlannelType is the backend's type in flannel's net-conf.json.
+func (p PodNetwork) FlannelType() string {
+	if p.Backend == BackendWireGuard {
+		return "wireguard"
+	}
+	return p.Backend
+}
+
+// Overhead is what the backend's encapsulation takes off the node
+// interface's MTU for the pods: flannel's own figures (its vxlan and
+// wireguard backends), which flannel's CNI configuration uses.
+func (p PodNetwork) Overhead() int {
+	switch p.Backend {
+	case BackendVXLAN:
+		return 50
+	case BackendWireGuard:
+		return 80
+	}
+	return 0
+}
+
+// ConfigMap data keys of the stored PodNetwork.
+const (
+	PodNetworkConfigMap = "kubeboot-network"
+	keyBackend          = "backend"
+	keyNetworkPolicy    = "networkPolicy"
+)
+
+// Data is p as the ConfigMap's data.
+func (p PodNetwork) Data() map[string]string {
+	return map[string]string{keyBackend: p.Backend, keyNetworkPolicy: fmt.Sprint(p.NetworkPolicy)}
+}
+
+// PodNetworkFromData reads the ConfigMap's data back.
+func PodNetworkFromData(d map[string]string) (PodNetwork, error) {
+	p := PodNetwork{Backend: d[keyBackend], NetworkPolicy: d[keyNetworkPolicy] == "true"}
+	if d[keyNetworkPolicy] != "true" && d[keyNetworkPolicy] != "false" {
+		return p, fmt.Errorf("%s: %q is not true or false", keyNetworkPolicy, d[keyNetworkPolicy])
+	}
+	return p, p.Validate()
+}
