@@ -122,7 +122,9 @@ func Apply(ctx context.Context, o ApplyOptions) (*ApplyResult, error) {
 type applyRun struct {
 	o     ApplyOptions
 	hosts []*applyHost
-	outMu sync.Mutex
+	// dialer reaches the hosts, with one connection to each bastion.
+	dialer *remote.Dialer
+	outMu  sync.Mutex
 	// primary is the control plane the cluster is reached through; admin
 	// its admin kubeconfig, rewritten for this machine.
 	primary *applyHost
@@ -164,7 +166,7 @@ func newApplyRun(o ApplyOptions) (*applyRun, error) {
 		}
 		o.Binary = exe
 	}
-	a := &applyRun{o: o}
+	a := &applyRun{o: o, dialer: &remote.Dialer{}}
 	for i := range o.Cluster.Hosts {
 		h := &o.Cluster.Hosts[i]
 		a.hosts = append(a.hosts, newApplyHost(h))
@@ -201,6 +203,7 @@ func (a *applyRun) close() {
 	for _, h := range a.hosts {
 		h.conn.Close()
 	}
+	a.dialer.Close()
 }
 
 // logf writes one progress line, about host h ("" for the whole run).
@@ -247,7 +250,7 @@ var goarchUname = map[string]string{"amd64": "x86_64", "arm64": "aarch64"}
 // connect reaches every host and reads its state; it changes nothing.
 func (a *applyRun) connect(ctx context.Context) error {
 	err := a.each(a.hosts, func(h *applyHost) error {
-		conn, err := remote.Dial(ctx, target(h.Host))
+		conn, err := a.dialer.Dial(ctx, target(h.Host))
 		if err != nil {
 			return err
 		}
@@ -906,7 +909,7 @@ func (a *applyRun) pruneHost(ctx context.Context, h *applyHost) error {
 		return fmt.Errorf("draining %s: %w", h.node, err)
 	}
 	a.logf(h.Name(), "drained (%s)", time.Since(t).Round(100*time.Millisecond))
-	conn, err := remote.Dial(ctx, target(h.Host))
+	conn, err := a.dialer.Dial(ctx, target(h.Host))
 	if err != nil {
 		return fmt.Errorf("resetting the host (the Node is left, cordoned): %w", err)
 	}

@@ -37,25 +37,31 @@ func startSSHD(t *testing.T, h *nethost.Host, dir, authorized string) *sshHost {
 	return &sshHost{Host: h, key: s.Key}
 }
 
+// requireSSHD is requireE2E for the tests whose hosts run Debian's sshd;
+// it makes sshd's privilege separation directory if it is missing.
+func requireSSHD(t *testing.T) {
+	t.Helper()
+	requireE2E(t)
+	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
+		t.Fatal("Debian's openssh-server is needed (hack/install-deps.sh installs it)")
+	}
+	if _, err := os.Stat(nethost.PrivsepDir); os.IsNotExist(err) {
+		if err := os.Mkdir(nethost.PrivsepDir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove(nethost.PrivsepDir) })
+	}
+}
+
 // TestApply: a whole cluster from one file, over SSH, from an operator's
 // host: refusals that change nothing, 1 control plane + 1 worker, apply
 // again (nothing changes), a worker added, two control planes added, a
 // Service from every node, and reset -f leaving nothing on any host. Every
 // host is a network-namespace host running Debian's sshd.
 func TestApply(t *testing.T) {
-	requireE2E(t)
-	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
-		t.Fatal("Debian's openssh-server is needed (hack/install-deps.sh installs it)")
-	}
+	requireSSHD(t)
 	if n := len(podProcesses()); n != 0 {
 		t.Fatalf("%d pod processes run on this machine already; this test needs it free of other kubelets", n)
-	}
-	// sshd's privilege separation directory, made for the test if missing.
-	if _, err := os.Stat(nethost.PrivsepDir); os.IsNotExist(err) {
-		if err := os.Mkdir(nethost.PrivsepDir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.Remove(nethost.PrivsepDir) })
 	}
 	dir := t.TempDir()
 	network := newNetwork(t, "kba-net")
