@@ -3,7 +3,6 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +21,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -56,9 +54,11 @@ type ApplyOptions struct {
 	// Timeout bounds the wait for every node to be Ready (10 min when 0).
 	Timeout time.Duration
 	// Prune removes the nodes apply made from hosts that are no longer in
-	// the file: each is drained, reset over SSH (as apply reached it,
-	// recorded on its Node) and its Node deleted; workers first, then
-	// control planes one at a time. Without it they are left alone.
+	// the file: each is drained, reset over SSH (as apply reached it, in
+	// its record of hosts, the ConfigMap kube-system/kubeboot-apply-hosts)
+	// and its Node deleted; workers first, then control planes one at a
+	// time. A Node not in that record is never reset. Without Prune they
+	// are left alone.
 	Prune bool
 	// Out receives one progress line per host and step.
 	Out io.Writer
@@ -131,6 +131,8 @@ type applyRun struct {
 	admin   []byte
 	client  kubernetes.Interface
 	nodes   map[string]*corev1.Node
+	// hostsRecord is the host of each node apply made, as it read it.
+	hostsRecord hostsRecord
 }
 
 // applyHost is one host of the file.
@@ -314,6 +316,9 @@ func (a *applyRun) readCluster(ctx context.Context) error {
 	for i := range list.Items {
 		a.nodes[list.Items[i].Name] = &list.Items[i]
 	}
+	if a.hostsRecord, err = readHostsRecord(ctx, a.client); err != nil {
+		return fmt.Errorf("reading apply's record of hosts through %s: %w\nnothing was changed on any host", a.primary.Name(), err)
+	}
 	return nil
 }
 
@@ -425,9 +430,8 @@ func (a *applyRun) plan() (*applyPlan, error) {
 		if inFile[name] {
 			continue
 		}
-		h, err := madeHost(a.nodes[name])
+		h, recorded, err := a.hostsRecord.host(name)
 		if h != nil {
-			h.NodeName = name // the Node's own name, not what its annotation says
 			for _, fh := range a.hosts {
 				if fh.Address == h.Address && fh.Root == h.Root {
 					err = fmt.Errorf("its recorded host %s is %s of the file", h.Address, fh.Name())
@@ -437,8 +441,10 @@ func (a *applyRun) plan() (*applyPlan, error) {
 		switch {
 		case err != nil:
 			a.logf(name, "in the cluster, not in the file: left alone (%v)", err)
-		case h == nil:
-			a.logf(name, "in the cluster, not in the file, not made by apply: left alone")
+		case !recorded && a.nodes[name].Annotations[legacyHostAnnotation] != "":
+			a.logf(name, "in the cluster, not in the file, not in apply's record of hosts (%s): left alone, never reset by --prune (its Node's %s annotation, which the node itself can rewrite, is not trusted: reset the host by hand, then delete the Node)", hostsRecordRef, legacyHostAnnotation)
+		case !recorded:
+			a.logf(name, "in the cluster, not in the file, not in apply's record of hosts (%s): left alone, never reset by --prune", hostsRecordRef)
 		case !a.o.Prune:
 			a.logf(name, "in the cluster, not in the file: left alone (--prune drains, resets and removes it)")
 		default:
@@ -827,51 +833,6 @@ func (a *applyRun) finish(ctx context.Context, p *applyPlan) error {
 	return a.recordHosts(ctx)
 }
 
-// madeHostAnnotation, on a Node, is the host apply made it on, as the
-// cluster file had it (JSON): how --prune reaches the host once the
-// file no longer has it.
-const madeHostAnnotation = "kubeboot.io/apply-host"
-
-// madeHost is the host recorded on n; nil when apply did not make it.
-func madeHost(n *corev1.Node) (*clusterfile.Host, error) {
-	v, ok := n.Annotations[madeHostAnnotation]
-	if !ok {
-		return nil, nil
-	}
-	h := &clusterfile.Host{}
-	if err := json.Unmarshal([]byte(v), h); err != nil {
-		return nil, fmt.Errorf("its %s annotation: %w", madeHostAnnotation, err)
-	}
-	return h, nil
-}
-
-// recordHosts writes on each Node of the file's hosts the host it runs
-// on, where it differs.
-func (a *applyRun) recordHosts(ctx context.Context) error {
-	for _, h := range a.hosts {
-		if h.err != nil {
-			continue
-		}
-		hc := *h.Host
-		hc.NodeName = h.node
-		b, err := json.Marshal(&hc)
-		if err != nil {
-			return err
-		}
-		if n, ok := a.nodes[h.node]; ok && n.Annotations[madeHostAnnotation] == string(b) {
-			continue
-		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{madeHostAnnotation: string(b)}}})
-		if err != nil {
-			return err
-		}
-		if _, err := a.client.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			return fmt.Errorf("%s: recording its host on the Node: %w", h.Name(), err)
-		}
-	}
-	return nil
-}
-
 // prune removes the nodes of p.prune: workers in parallel, then the
 // control planes one at a time.
 func (a *applyRun) prune(ctx context.Context, p *applyPlan) ([]string, error) {
@@ -892,6 +853,9 @@ func (a *applyRun) prune(ctx context.Context, p *applyPlan) ([]string, error) {
 	}
 	err := a.workersThenControlPlanes(hosts, one)
 	slices.Sort(pruned)
+	if ferr := a.forgetHosts(ctx, pruned); ferr != nil {
+		err = errors.Join(err, ferr)
+	}
 	return pruned, err
 }
 
