@@ -147,8 +147,11 @@ type applyHost struct {
 	// plane's admin.conf.
 	state, admin bool
 	// ca is the sha256 of the cluster CA the host has, if any.
-	ca  string
-	err error
+	ca string
+	// record is apply's record on the host of the step it ran there
+	// (applyRecordPath); nil without one.
+	record *hostRecord
+	err    error
 }
 
 func newApplyRun(o ApplyOptions) (*applyRun, error) {
@@ -275,7 +278,13 @@ func (a *applyRun) connect(ctx context.Context) error {
 		if h.node == "" {
 			h.node = strings.ToLower(lines[1])
 		}
-		h.state, h.admin = slices.Contains(lines[2:], "state"), slices.Contains(lines[2:], "admin")
+		if h.record, err = h.readRecord(ctx); err != nil {
+			return err
+		}
+		// A step that did not finish may have left anything: its host is
+		// reset before the step runs again.
+		h.state = slices.Contains(lines[2:], "state") || h.record.unfinished()
+		h.admin = slices.Contains(lines[2:], "admin")
 		a.logf(h.Name(), "connected to %s (%s)", target(h.Host), lines[0])
 		return nil
 	})
@@ -293,16 +302,10 @@ func (a *applyRun) connect(ctx context.Context) error {
 }
 
 // readCluster finds the cluster the hosts already form, if any, through
-// the first control plane that has an admin kubeconfig, and reads its
-// Nodes.
+// the first control plane that has an admin kubeconfig and whose init or
+// join did not stop half-way, and reads its Nodes.
 func (a *applyRun) readCluster(ctx context.Context) error {
-	for _, h := range a.hosts {
-		if h.Role == clusterfile.RoleControlPlane && h.admin {
-			a.primary = h
-			break
-		}
-	}
-	if a.primary == nil {
+	if a.primary = a.firstDoneControlPlane(); a.primary == nil {
 		return nil
 	}
 	if err := a.readAdmin(ctx); err != nil {
@@ -318,6 +321,17 @@ func (a *applyRun) readCluster(ctx context.Context) error {
 	}
 	if a.hostsRecord, err = readHostsRecord(ctx, a.client); err != nil {
 		return fmt.Errorf("reading apply's record of hosts through %s: %w\nnothing was changed on any host", a.primary.Name(), err)
+	}
+	return nil
+}
+
+// firstDoneControlPlane is the first control plane with an admin
+// kubeconfig whose init or join did not stop half-way, if any.
+func (a *applyRun) firstDoneControlPlane() *applyHost {
+	for _, h := range a.hosts {
+		if h.Role == clusterfile.RoleControlPlane && h.admin && !h.record.unfinished() {
+			return h
+		}
 	}
 	return nil
 }
@@ -374,8 +388,12 @@ func nodeReady(n *corev1.Node) bool {
 type applyPlan struct {
 	init *applyHost
 	// resets are hosts with a node's state that is not in the cluster
-	// (a join that failed): reset before they join.
-	resets             []*applyHost
+	// (a join that failed), or whose init or join did not finish: reset
+	// before they init or join.
+	resets []*applyHost
+	// staleNodes are the Nodes of those that are in the cluster, deleted
+	// after their reset.
+	staleNodes         []string
 	controlPlanes      []*applyHost
 	workers            []*applyHost
 	added, unchanged   []string
@@ -388,7 +406,8 @@ type applyPlan struct {
 func (a *applyRun) plan() (*applyPlan, error) {
 	p := &applyPlan{}
 	for _, h := range a.hosts {
-		if _, member := a.nodes[h.node]; member {
+		_, member := a.nodes[h.node]
+		if member && !h.record.unfinished() {
 			a.logf(h.Name(), "in the cluster (Node %s): nothing to do", h.node)
 			p.unchanged = append(p.unchanged, h.node)
 			continue
@@ -412,11 +431,19 @@ func (a *applyRun) plan() (*applyPlan, error) {
 			if a.primary != nil && h.ca != "" && h.ca != a.primary.ca {
 				return nil, fmt.Errorf("%s has the state of a node of another cluster (its CA is not this cluster's): apply does not take a node over; reset it there first", h.Name())
 			}
-			if n := a.nodeAt(advertised(h.Host)); n != "" {
+			if n := a.nodeAt(advertised(h.Host)); n != "" && n != h.node {
 				return nil, fmt.Errorf("%s has a node's state and its address is Node %q's, not %q's: was its nodeName or hostname changed? apply does not rename nodes: put the old name back, or take the node out with reset first", h.Name(), n, h.node)
 			}
 			p.resets = append(p.resets, h)
-			what = "reset what a failed run left (" + path.Join(h.Root, "etc/kubernetes") + "), then " + what
+			if h.record.unfinished() {
+				what = fmt.Sprintf("its %s did not finish (%s records no completion): reset, then %s", h.record.Step, h.recordFile(), what)
+				if member {
+					p.staleNodes = append(p.staleNodes, h.node)
+					what += " (its Node deleted after the reset)"
+				}
+			} else {
+				what = "reset what a failed run left (" + path.Join(h.Root, "etc/kubernetes") + "), then " + what
+			}
 		}
 		a.logf(h.Name(), "plan: %s", what)
 		p.added = append(p.added, h.node)
@@ -527,6 +554,12 @@ func (a *applyRun) run(ctx context.Context, p *applyPlan) error {
 		}); err != nil {
 			return err
 		}
+		for _, n := range p.staleNodes {
+			if err := a.client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting the Node %s of a join that did not finish: %w", n, err)
+			}
+			a.logf(n, "deleted the Node of the join that did not finish")
+		}
 		if err := a.each(p.resets, func(h *applyHost) error { return a.preflightHost(ctx, p, h, token, certKey) }); err != nil {
 			return err
 		}
@@ -541,7 +574,13 @@ func (a *applyRun) run(ctx context.Context, p *applyPlan) error {
 			args = append(args, "--upload-certs")
 		}
 		t := time.Now()
+		if err := h.startStep(ctx, "init"); err != nil {
+			return fmt.Errorf("%s (%s): init: %w", h.Name(), h.Address, err)
+		}
 		if err := h.kubeboot(ctx, doc, args...); err != nil {
+			return fmt.Errorf("%s (%s): init: %w\napply again resets the host and runs init again", h.Name(), h.Address, err)
+		}
+		if err := h.completeStep(ctx); err != nil {
 			return fmt.Errorf("%s (%s): init: %w", h.Name(), h.Address, err)
 		}
 		a.logf(h.Name(), "init: the control plane runs (%s)", time.Since(t).Round(100*time.Millisecond))
@@ -779,7 +818,13 @@ func (a *applyRun) join(ctx context.Context, h *applyHost, j JoinCommand) error 
 	}
 	a.logf(h.Name(), "joining as %s", as)
 	t := time.Now()
+	if err := h.startStep(ctx, "join"); err != nil {
+		return err
+	}
 	if err := h.kubeboot(ctx, doc, "join", "--config", "/dev/stdin"); err != nil {
+		return err
+	}
+	if err := h.completeStep(ctx); err != nil {
 		return err
 	}
 	a.logf(h.Name(), "joined as %s (%s)", as, time.Since(t).Round(100*time.Millisecond))

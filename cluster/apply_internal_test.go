@@ -3,11 +3,13 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -153,5 +155,51 @@ func TestRecordHosts(t *testing.T) {
 	}
 	if r, _ := readHostsRecord(ctx, c); len(r) != 2 {
 		t.Errorf("a first apply recorded %v", r)
+	}
+}
+
+// TestPlanRedoesWhatDidNotFinish: a host whose init or join apply started
+// and did not see complete is reset and redone, also when its Node
+// registered (its Node is deleted after the reset); one with a completed
+// record, or with no record (made by hand, or by an older apply), is left
+// alone in the cluster; a control plane whose step did not finish is not
+// the one the cluster is reached through.
+func TestPlanRedoesWhatDidNotFinish(t *testing.T) {
+	done := time.Now()
+	host := func(addr, role, name string, r *hostRecord) *applyHost {
+		return &applyHost{Host: &clusterfile.Host{Address: addr, Role: role, NodeName: name, Root: "/"}, node: name, state: true, admin: role == "control-plane", ca: "A", record: r}
+	}
+	hosts := []*applyHost{
+		host("10.0.0.1", "control-plane", "cp1", &hostRecord{Step: "join"}), // listed first, did not finish
+		host("10.0.0.2", "control-plane", "cp2", &hostRecord{Step: "init", Completed: &done}),
+		host("10.0.0.3", "worker", "w1", &hostRecord{Step: "join"}),
+		host("10.0.0.4", "worker", "w2", &hostRecord{Step: "join", Completed: &done}),
+		host("10.0.0.5", "worker", "w3", nil),
+	}
+	var out strings.Builder
+	a := &applyRun{o: ApplyOptions{Cluster: &clusterfile.Cluster{}, Out: &out}, hosts: hosts}
+	if a.primary = a.firstDoneControlPlane(); a.primary != hosts[1] {
+		t.Fatalf("the primary is %v, want cp2", a.primary.node)
+	}
+	a.nodes = map[string]*corev1.Node{}
+	for i, n := range []string{"cp1", "cp2", "w1", "w2", "w3"} {
+		a.nodes[n] = &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}, Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: fmt.Sprintf("10.0.0.%d", i+1)}}}}
+	}
+	p, err := a.plan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(p.unchanged, " "); got != "cp2 w2 w3" {
+		t.Errorf("unchanged: %s, want cp2 w2 w3", got)
+	}
+	var resets []string
+	for _, h := range p.resets {
+		resets = append(resets, h.node)
+	}
+	if got := strings.Join(resets, " "); got != "cp1 w1" || strings.Join(p.staleNodes, " ") != "cp1 w1" || len(p.controlPlanes) != 1 || len(p.workers) != 1 {
+		t.Errorf("resets %s, stale Nodes %v, %d control planes and %d workers to join", got, p.staleNodes, len(p.controlPlanes), len(p.workers))
+	}
+	if !strings.Contains(out.String(), "[w1] plan: its join did not finish (/var/lib/kubeboot/apply.json records no completion): reset, then join as a worker (its Node deleted after the reset)") {
+		t.Errorf("the plan:\n%s", out.String())
 	}
 }

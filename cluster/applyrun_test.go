@@ -14,6 +14,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/clusterfile"
 	"github.com/kubeboot/kubeboot/pkg/remote"
 	"github.com/kubeboot/kubeboot/pkg/remote/remotetest"
+	"github.com/kubeboot/kubeboot/pkg/version"
 )
 
 // fakeHosts are hosts of a cluster file that are in-process SSH servers
@@ -103,5 +104,82 @@ func TestConnectThroughOneBastion(t *testing.T) {
 	}
 	if n := f.bastion.Connections(); n != 1 {
 		t.Errorf("the bastion had %d connections, want 1", n)
+	}
+}
+
+// TestRecordOnTheHost: apply records on the host the step it starts, with
+// kubeboot's version, and its completion; connect reads it back, and a
+// step that started and did not complete counts as state to reset.
+func TestRecordOnTheHost(t *testing.T) {
+	f := newFakeHosts(t, 1, false, "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	connect := func() *applyHost {
+		t.Helper()
+		a, err := newApplyRun(ApplyOptions{Cluster: &clusterfile.Cluster{Hosts: f.hosts}, Binary: f.fakeExec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(a.close)
+		if err := a.connect(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return a.hosts[0]
+	}
+	h := connect()
+	if h.record != nil || h.state {
+		t.Fatalf("a new host: record %+v, state %v", h.record, h.state)
+	}
+	if err := h.startStep(ctx, "join"); err != nil {
+		t.Fatal(err)
+	}
+	h = connect()
+	if r := h.record; r == nil || r.Step != "join" || r.Kubeboot != version.Kubeboot || r.Started.IsZero() || !r.unfinished() || !h.state {
+		t.Errorf("a step started: %+v, state %v", r, h.state)
+	}
+	if err := h.completeStep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h = connect()
+	if r := h.record; r == nil || r.Step != "join" || r.unfinished() || h.state {
+		t.Errorf("a step completed: %+v, state %v", r, h.state)
+	}
+	b, err := os.ReadFile(filepath.Join(f.hosts[0].Root, "var/lib/kubeboot/apply.json"))
+	if err != nil || !strings.Contains(string(b), `"completed"`) {
+		t.Errorf("the record: %s, %v", b, err)
+	}
+}
+
+// TestInitThatDidNotFinishIsRedone: an init that fails after it wrote the
+// admin kubeconfig (its API server never served) does not lock apply out:
+// the next apply plans a reset and init again, and does them.
+func TestInitThatDidNotFinishIsRedone(t *testing.T) {
+	f := newFakeHosts(t, 1, false, `case "$*" in init*)
+	mkdir -p "$root/etc/kubernetes/kubeboot"
+	echo "apiVersion: v1" > "$root/etc/kubernetes/admin.conf"
+	echo "the API server did not start" >&2
+	exit 1 ;;
+esac`)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if out, err := f.apply(ctx, false); err == nil || !strings.Contains(err.Error(), "the API server did not start") {
+		t.Fatalf("the first apply: %v\n%s", err, out)
+	}
+	out, err := f.apply(ctx, true)
+	if err != nil || !strings.Contains(out, "[cp1] plan: its init did not finish ("+filepath.Join(f.hosts[0].Root, "var/lib/kubeboot/apply.json")+" records no completion): reset, then init") {
+		t.Fatalf("the plan after a failed init: %v\n%s", err, out)
+	}
+	os.Remove(f.calls)
+	if out, err := f.apply(ctx, false); err == nil || !strings.Contains(err.Error(), "the API server did not start") {
+		t.Fatalf("apply again: %v\n%s", err, out)
+	}
+	b, _ := os.ReadFile(f.calls)
+	var steps []string
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		_, call, _ := strings.Cut(l, ": ")
+		steps = append(steps, strings.Join(strings.Fields(call)[:min(2, len(strings.Fields(call)))], " "))
+	}
+	if got := strings.Join(steps, ", "); got != "reset --force, init phase, init --config" {
+		t.Errorf("apply again ran %s; want the reset, then init's preflight and init", got)
 	}
 }

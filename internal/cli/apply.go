@@ -37,10 +37,14 @@ node, in the ConfigMap kube-system/kubeboot-apply-hosts, which only the
 cluster's admins can write; a node not in that record is never reset (a Node's
 annotations, which its kubelet can rewrite, are not trusted). A join that fails
 on one host leaves the others to join; apply again resets what it left and
-joins it. Tokens and certificate keys are made here and given to each host's
-kubeboot on its standard input: none is on a command line, in a file apply
-writes, or printed (a join keeps the token in its bootstrap-kubelet.conf, 0600,
-until the kubelet has its certificate, as kubeadm's does).
+joins it. Each host keeps apply's record of its init or join
+(<root>/var/lib/kubeboot/apply.json): one that started and did not complete
+(it failed half-way, or apply was cancelled) is reset and done again by the
+next apply, which says so in its plan.
+Tokens and certificate keys are made here and given to each host's kubeboot on
+its standard input: none is on a command line, in a file apply writes, or
+printed (a join keeps the token in its bootstrap-kubelet.conf, 0600, until the
+kubelet has its certificate, as kubeadm's does).
 
 The file (apiVersion kubeboot.io/v1alpha1, kind Cluster):
 
