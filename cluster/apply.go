@@ -84,6 +84,9 @@ type ApplyResult struct {
 // none is on a command line, in a file apply writes, or printed (a join
 // keeps the token in its bootstrap-kubelet.conf, 0600, until the kubelet
 // has its certificate, as kubeadm's does).
+//
+// Cancelled (ctx), it says which hosts may have changed: those whose
+// step had started and had not finished.
 func Apply(ctx context.Context, o ApplyOptions) (*ApplyResult, error) {
 	if o.AdminKubeconfig == "" && !o.DryRun {
 		return nil, errors.New("no path for the admin kubeconfig")
@@ -93,6 +96,16 @@ func Apply(ctx context.Context, o ApplyOptions) (*ApplyResult, error) {
 		return nil, err
 	}
 	defer a.close()
+	res, err := a.apply(ctx)
+	if err != nil && ctx.Err() != nil {
+		err = a.interrupted(err)
+	}
+	return res, err
+}
+
+// apply is Apply.
+func (a *applyRun) apply(ctx context.Context) (*ApplyResult, error) {
+	o := a.o
 	if err := a.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -133,6 +146,7 @@ type applyRun struct {
 	nodes   map[string]*corev1.Node
 	// hostsRecord is the host of each node apply made, as it read it.
 	hostsRecord hostsRecord
+	changes     changes
 }
 
 // applyHost is one host of the file.
@@ -546,7 +560,7 @@ func (a *applyRun) run(ctx context.Context, p *applyPlan) error {
 	}
 	if len(p.resets) > 0 {
 		if err := a.each(p.resets, func(h *applyHost) error {
-			if err := h.kubeboot(ctx, nil, "reset", "--force"); err != nil {
+			if err := a.change(ctx, h, "reset", func() error { return h.kubeboot(ctx, nil, "reset", "--force") }); err != nil {
 				return err
 			}
 			a.logf(h.Name(), "reset")
@@ -574,13 +588,16 @@ func (a *applyRun) run(ctx context.Context, p *applyPlan) error {
 			args = append(args, "--upload-certs")
 		}
 		t := time.Now()
-		if err := h.startStep(ctx, "init"); err != nil {
-			return fmt.Errorf("%s (%s): init: %w", h.Name(), h.Address, err)
-		}
-		if err := h.kubeboot(ctx, doc, args...); err != nil {
-			return fmt.Errorf("%s (%s): init: %w\napply again resets the host and runs init again", h.Name(), h.Address, err)
-		}
-		if err := h.completeStep(ctx); err != nil {
+		err = a.change(ctx, h, "init", func() error {
+			if err := h.startStep(ctx, "init"); err != nil {
+				return err
+			}
+			if err := h.kubeboot(ctx, doc, args...); err != nil {
+				return fmt.Errorf("%w\napply again resets the host and runs init again", err)
+			}
+			return h.completeStep(ctx)
+		})
+		if err != nil {
 			return fmt.Errorf("%s (%s): init: %w", h.Name(), h.Address, err)
 		}
 		a.logf(h.Name(), "init: the control plane runs (%s)", time.Since(t).Round(100*time.Millisecond))
@@ -784,7 +801,10 @@ func (a *applyRun) uploadCerts(ctx context.Context, certKey string) error {
 	if err != nil {
 		return err
 	}
-	if err := h.kubeboot(ctx, doc, "init", "phase", "upload-certs", "--upload-certs", "--config", "/dev/stdin", "--skip-certificate-key-print"); err != nil {
+	err = a.change(ctx, h, "upload-certs", func() error {
+		return h.kubeboot(ctx, doc, "init", "phase", "upload-certs", "--upload-certs", "--config", "/dev/stdin", "--skip-certificate-key-print")
+	})
+	if err != nil {
 		return fmt.Errorf("%s: uploading the certificates for the control planes that join: %w", h.Name(), err)
 	}
 	a.logf(h.Name(), "uploaded the control-plane certificates for the control planes that join (they expire in 2 hours)")
@@ -818,13 +838,16 @@ func (a *applyRun) join(ctx context.Context, h *applyHost, j JoinCommand) error 
 	}
 	a.logf(h.Name(), "joining as %s", as)
 	t := time.Now()
-	if err := h.startStep(ctx, "join"); err != nil {
-		return err
-	}
-	if err := h.kubeboot(ctx, doc, "join", "--config", "/dev/stdin"); err != nil {
-		return err
-	}
-	if err := h.completeStep(ctx); err != nil {
+	err = a.change(ctx, h, "join", func() error {
+		if err := h.startStep(ctx, "join"); err != nil {
+			return err
+		}
+		if err := h.kubeboot(ctx, doc, "join", "--config", "/dev/stdin"); err != nil {
+			return err
+		}
+		return h.completeStep(ctx)
+	})
+	if err != nil {
 		return err
 	}
 	a.logf(h.Name(), "joined as %s (%s)", as, time.Since(t).Round(100*time.Millisecond))
@@ -1001,7 +1024,11 @@ func ResetHosts(ctx context.Context, o ResetHostsOptions) error {
 	// The first control plane last.
 	hosts := slices.Clone(a.hosts)
 	slices.Reverse(hosts)
-	return a.workersThenControlPlanes(hosts, func(h *applyHost) error { return a.resetHost(ctx, h, true) })
+	err = a.workersThenControlPlanes(hosts, func(h *applyHost) error { return a.resetHost(ctx, h, true) })
+	if err != nil && ctx.Err() != nil {
+		err = a.interrupted(err)
+	}
+	return err
 }
 
 // resetHost resets h if it holds a node and removes the kubeboot binary
@@ -1018,12 +1045,12 @@ func (a *applyRun) resetHost(ctx context.Context, h *applyHost, force bool) erro
 			return fmt.Errorf("the host has a node's state but no kubeboot at %s to reset it with", h.binary)
 		}
 		t := time.Now()
-		var err error
-		if force {
-			err = h.kubeboot(ctx, nil, "reset", "--force")
-		} else {
-			err = h.kubeboot(ctx, []byte("y\n"), "reset")
-		}
+		err := a.change(ctx, h, "reset", func() error {
+			if force {
+				return h.kubeboot(ctx, nil, "reset", "--force")
+			}
+			return h.kubeboot(ctx, []byte("y\n"), "reset")
+		})
 		if err != nil {
 			return err
 		}

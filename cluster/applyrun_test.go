@@ -183,3 +183,33 @@ esac`)
 		t.Errorf("apply again ran %s; want the reset, then init's preflight and init", got)
 	}
 }
+
+// TestInterruptedApplySaysWhichHostsMayHaveChanged: apply cancelled while
+// init runs on the first control plane says that host may have changed
+// (its step had started and not finished), and no other.
+func TestInterruptedApplySaysWhichHostsMayHaveChanged(t *testing.T) {
+	started := filepath.Join(t.TempDir(), "started")
+	f := newFakeHosts(t, 2, false, `case "$*" in init*)
+	touch `+remote.Quote(started)+`
+	sleep 30
+	exit 0 ;;
+esac`)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if _, err := os.Stat(started); err == nil {
+				cancel() // as Ctrl-C does
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	out, err := f.apply(ctx, false)
+	if err == nil || !strings.Contains(err.Error(), "these hosts may have changed: cp1 (init)") {
+		t.Errorf("the error: %v", err)
+	}
+	if !strings.Contains(out, "[apply] interrupted: these hosts may have changed: cp1 (init): the step had started there and had not finished") || strings.Contains(out, "w1 (") {
+		t.Errorf("the output:\n%s", out)
+	}
+}

@@ -40,7 +40,8 @@ on one host leaves the others to join; apply again resets what it left and
 joins it. Each host keeps apply's record of its init or join
 (<root>/var/lib/kubeboot/apply.json): one that started and did not complete
 (it failed half-way, or apply was cancelled) is reset and done again by the
-next apply, which says so in its plan.
+next apply, which says so in its plan. Cancelled (Ctrl-C), apply says which
+hosts may have changed: those whose step had started and had not finished.
 Tokens and certificate keys are made here and given to each host's kubeboot on
 its standard input: none is on a command line, in a file apply writes, or
 printed (a join keeps the token in its bootstrap-kubelet.conf, 0600, until the
