@@ -17,7 +17,8 @@ import (
 // sshHost is a test host running Debian's sshd on its own address.
 type sshHost struct {
 	*nethost.Host
-	key ssh.PublicKey // its host key
+	key  ssh.PublicKey // its host key
+	sshd *nethost.SSHD
 }
 
 // startSSHD runs sshd in h, letting root in with the keys in authorized,
@@ -34,7 +35,7 @@ func startSSHD(t *testing.T, h *nethost.Host, dir, authorized string) *sshHost {
 			t.Logf("sshd of %s:\n%s", h.Name, lastLines(s.Log(), 20))
 		}
 	})
-	return &sshHost{Host: h, key: s.Key}
+	return &sshHost{Host: h, key: s.Key, sshd: s}
 }
 
 // requireSSHD is requireE2E for the tests whose hosts run Debian's sshd;

@@ -27,23 +27,13 @@ func TestApplyThroughOneBastion(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bastionHost := newHostWith(t, "kbb-bastion", "10.225.0.3", nethost.Options{Network: network})
-	bastion, err := bastionHost.StartSSHD(dir, authorized)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		bastion.Stop()
-		if t.Failed() {
-			t.Logf("sshd of the bastion:\n%s", lastLines(bastion.Log(), 30))
-		}
-	})
-	keys := map[string]ssh.PublicKey{bastionHost.IP: bastion.Key}
+	bastion := startSSHD(t, newHostWith(t, "kbb-bastion", "10.225.0.3", nethost.Options{Network: network}), dir, authorized)
+	keys := map[string]ssh.PublicKey{bastion.IP: bastion.key}
 	var hosts []*sshHost
 	for i := range 12 {
 		h := startSSHD(t, newHostWith(t, fmt.Sprintf("kbb-h%d", i+1), fmt.Sprintf("10.225.0.%d", 10+i), nethost.Options{Network: network}), dir, authorized)
 		// SSH from the bastion only.
-		if out, err := nethost.Run(h.Command("iptables", "-A", "INPUT", "-p", "tcp", "--dport", "22", "!", "-s", bastionHost.IP, "-j", "DROP")); err != nil {
+		if out, err := nethost.Run(h.Command("iptables", "-A", "INPUT", "-p", "tcp", "--dport", "22", "!", "-s", bastion.IP, "-j", "DROP")); err != nil {
 			t.Fatalf("%s: %v\n%s", h.Name, err, out)
 		}
 		keys[h.IP] = h.key
@@ -80,7 +70,7 @@ func TestApplyThroughOneBastion(t *testing.T) {
 	if err == nil || !strings.Contains(out, "nothing was changed on any host") {
 		t.Fatalf("a host reached without the bastion: %v\n%s", err, out)
 	}
-	out, err, took := apply(file("cluster", ", bastion: {address: "+bastionHost.IP+", keyPath: "+keyFile+"}", hosts))
+	out, err, took := apply(file("cluster", ", bastion: {address: "+bastion.IP+", keyPath: "+keyFile+"}", hosts))
 	if err != nil {
 		t.Fatalf("apply --dry-run through the bastion: %v\n%s", err, out)
 	}
@@ -89,7 +79,7 @@ func TestApplyThroughOneBastion(t *testing.T) {
 		t.Errorf("%d of %d hosts reached", n, len(hosts))
 	}
 	// One connection to the bastion, every host forwarded through it.
-	if n := strings.Count(bastion.Log(), "Accepted publickey"); n != 1 {
+	if n := strings.Count(bastion.sshd.Log(), "Accepted publickey"); n != 1 {
 		t.Errorf("the bastion accepted %d connections, want 1", n)
 	}
 	for _, h := range hosts {
