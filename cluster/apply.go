@@ -3,7 +3,6 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,7 +21,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -56,9 +54,11 @@ type ApplyOptions struct {
 	// Timeout bounds the wait for every node to be Ready (10 min when 0).
 	Timeout time.Duration
 	// Prune removes the nodes apply made from hosts that are no longer in
-	// the file: each is drained, reset over SSH (as apply reached it,
-	// recorded on its Node) and its Node deleted; workers first, then
-	// control planes one at a time. Without it they are left alone.
+	// the file: each is drained, reset over SSH (as apply reached it, in
+	// its record of hosts, the ConfigMap kube-system/kubeboot-apply-hosts)
+	// and its Node deleted; workers first, then control planes one at a
+	// time. A Node not in that record is never reset. Without Prune they
+	// are left alone.
 	Prune bool
 	// Out receives one progress line per host and step.
 	Out io.Writer
@@ -84,6 +84,9 @@ type ApplyResult struct {
 // none is on a command line, in a file apply writes, or printed (a join
 // keeps the token in its bootstrap-kubelet.conf, 0600, until the kubelet
 // has its certificate, as kubeadm's does).
+//
+// Cancelled (ctx), it says which hosts may have changed: those whose
+// step had started and had not finished.
 func Apply(ctx context.Context, o ApplyOptions) (*ApplyResult, error) {
 	if o.AdminKubeconfig == "" && !o.DryRun {
 		return nil, errors.New("no path for the admin kubeconfig")
@@ -93,6 +96,16 @@ func Apply(ctx context.Context, o ApplyOptions) (*ApplyResult, error) {
 		return nil, err
 	}
 	defer a.close()
+	res, err := a.apply(ctx)
+	if err != nil && ctx.Err() != nil {
+		err = a.interrupted(err)
+	}
+	return res, err
+}
+
+// apply is Apply.
+func (a *applyRun) apply(ctx context.Context) (*ApplyResult, error) {
+	o := a.o
 	if err := a.connect(ctx); err != nil {
 		return nil, err
 	}
@@ -122,13 +135,18 @@ func Apply(ctx context.Context, o ApplyOptions) (*ApplyResult, error) {
 type applyRun struct {
 	o     ApplyOptions
 	hosts []*applyHost
-	outMu sync.Mutex
+	// dialer reaches the hosts, with one connection to each bastion.
+	dialer *remote.Dialer
+	outMu  sync.Mutex
 	// primary is the control plane the cluster is reached through; admin
 	// its admin kubeconfig, rewritten for this machine.
 	primary *applyHost
 	admin   []byte
 	client  kubernetes.Interface
 	nodes   map[string]*corev1.Node
+	// hostsRecord is the host of each node apply made, as it read it.
+	hostsRecord hostsRecord
+	changes     changes
 }
 
 // applyHost is one host of the file.
@@ -143,8 +161,11 @@ type applyHost struct {
 	// plane's admin.conf.
 	state, admin bool
 	// ca is the sha256 of the cluster CA the host has, if any.
-	ca  string
-	err error
+	ca string
+	// record is apply's record on the host of the step it ran there
+	// (applyRecordPath); nil without one.
+	record *hostRecord
+	err    error
 }
 
 func newApplyRun(o ApplyOptions) (*applyRun, error) {
@@ -164,7 +185,7 @@ func newApplyRun(o ApplyOptions) (*applyRun, error) {
 		}
 		o.Binary = exe
 	}
-	a := &applyRun{o: o}
+	a := &applyRun{o: o, dialer: &remote.Dialer{}}
 	for i := range o.Cluster.Hosts {
 		h := &o.Cluster.Hosts[i]
 		a.hosts = append(a.hosts, newApplyHost(h))
@@ -201,6 +222,7 @@ func (a *applyRun) close() {
 	for _, h := range a.hosts {
 		h.conn.Close()
 	}
+	a.dialer.Close()
 }
 
 // logf writes one progress line, about host h ("" for the whole run).
@@ -247,7 +269,7 @@ var goarchUname = map[string]string{"amd64": "x86_64", "arm64": "aarch64"}
 // connect reaches every host and reads its state; it changes nothing.
 func (a *applyRun) connect(ctx context.Context) error {
 	err := a.each(a.hosts, func(h *applyHost) error {
-		conn, err := remote.Dial(ctx, target(h.Host))
+		conn, err := a.dialer.Dial(ctx, target(h.Host))
 		if err != nil {
 			return err
 		}
@@ -270,7 +292,13 @@ func (a *applyRun) connect(ctx context.Context) error {
 		if h.node == "" {
 			h.node = strings.ToLower(lines[1])
 		}
-		h.state, h.admin = slices.Contains(lines[2:], "state"), slices.Contains(lines[2:], "admin")
+		if h.record, err = h.readRecord(ctx); err != nil {
+			return err
+		}
+		// A step that did not finish may have left anything: its host is
+		// reset before the step runs again.
+		h.state = slices.Contains(lines[2:], "state") || h.record.unfinished()
+		h.admin = slices.Contains(lines[2:], "admin")
 		a.logf(h.Name(), "connected to %s (%s)", target(h.Host), lines[0])
 		return nil
 	})
@@ -288,16 +316,10 @@ func (a *applyRun) connect(ctx context.Context) error {
 }
 
 // readCluster finds the cluster the hosts already form, if any, through
-// the first control plane that has an admin kubeconfig, and reads its
-// Nodes.
+// the first control plane that has an admin kubeconfig and whose init or
+// join did not stop half-way, and reads its Nodes.
 func (a *applyRun) readCluster(ctx context.Context) error {
-	for _, h := range a.hosts {
-		if h.Role == clusterfile.RoleControlPlane && h.admin {
-			a.primary = h
-			break
-		}
-	}
-	if a.primary == nil {
+	if a.primary = a.firstDoneControlPlane(); a.primary == nil {
 		return nil
 	}
 	if err := a.readAdmin(ctx); err != nil {
@@ -310,6 +332,20 @@ func (a *applyRun) readCluster(ctx context.Context) error {
 	a.nodes = map[string]*corev1.Node{}
 	for i := range list.Items {
 		a.nodes[list.Items[i].Name] = &list.Items[i]
+	}
+	if a.hostsRecord, err = readHostsRecord(ctx, a.client); err != nil {
+		return fmt.Errorf("reading apply's record of hosts through %s: %w\nnothing was changed on any host", a.primary.Name(), err)
+	}
+	return nil
+}
+
+// firstDoneControlPlane is the first control plane with an admin
+// kubeconfig whose init or join did not stop half-way, if any.
+func (a *applyRun) firstDoneControlPlane() *applyHost {
+	for _, h := range a.hosts {
+		if h.Role == clusterfile.RoleControlPlane && h.admin && !h.record.unfinished() {
+			return h
+		}
 	}
 	return nil
 }
@@ -366,8 +402,12 @@ func nodeReady(n *corev1.Node) bool {
 type applyPlan struct {
 	init *applyHost
 	// resets are hosts with a node's state that is not in the cluster
-	// (a join that failed): reset before they join.
-	resets             []*applyHost
+	// (a join that failed), or whose init or join did not finish: reset
+	// before they init or join.
+	resets []*applyHost
+	// staleNodes are the Nodes of those that are in the cluster, deleted
+	// after their reset.
+	staleNodes         []string
 	controlPlanes      []*applyHost
 	workers            []*applyHost
 	added, unchanged   []string
@@ -380,7 +420,8 @@ type applyPlan struct {
 func (a *applyRun) plan() (*applyPlan, error) {
 	p := &applyPlan{}
 	for _, h := range a.hosts {
-		if _, member := a.nodes[h.node]; member {
+		_, member := a.nodes[h.node]
+		if member && !h.record.unfinished() {
 			a.logf(h.Name(), "in the cluster (Node %s): nothing to do", h.node)
 			p.unchanged = append(p.unchanged, h.node)
 			continue
@@ -404,11 +445,19 @@ func (a *applyRun) plan() (*applyPlan, error) {
 			if a.primary != nil && h.ca != "" && h.ca != a.primary.ca {
 				return nil, fmt.Errorf("%s has the state of a node of another cluster (its CA is not this cluster's): apply does not take a node over; reset it there first", h.Name())
 			}
-			if n := a.nodeAt(advertised(h.Host)); n != "" {
+			if n := a.nodeAt(advertised(h.Host)); n != "" && n != h.node {
 				return nil, fmt.Errorf("%s has a node's state and its address is Node %q's, not %q's: was its nodeName or hostname changed? apply does not rename nodes: put the old name back, or take the node out with reset first", h.Name(), n, h.node)
 			}
 			p.resets = append(p.resets, h)
-			what = "reset what a failed run left (" + path.Join(h.Root, "etc/kubernetes") + "), then " + what
+			if h.record.unfinished() {
+				what = fmt.Sprintf("its %s did not finish (%s records no completion): reset, then %s", h.record.Step, h.recordFile(), what)
+				if member {
+					p.staleNodes = append(p.staleNodes, h.node)
+					what += " (its Node deleted after the reset)"
+				}
+			} else {
+				what = "reset what a failed run left (" + path.Join(h.Root, "etc/kubernetes") + "), then " + what
+			}
 		}
 		a.logf(h.Name(), "plan: %s", what)
 		p.added = append(p.added, h.node)
@@ -422,9 +471,8 @@ func (a *applyRun) plan() (*applyPlan, error) {
 		if inFile[name] {
 			continue
 		}
-		h, err := madeHost(a.nodes[name])
+		h, recorded, err := a.hostsRecord.host(name)
 		if h != nil {
-			h.NodeName = name // the Node's own name, not what its annotation says
 			for _, fh := range a.hosts {
 				if fh.Address == h.Address && fh.Root == h.Root {
 					err = fmt.Errorf("its recorded host %s is %s of the file", h.Address, fh.Name())
@@ -434,8 +482,10 @@ func (a *applyRun) plan() (*applyPlan, error) {
 		switch {
 		case err != nil:
 			a.logf(name, "in the cluster, not in the file: left alone (%v)", err)
-		case h == nil:
-			a.logf(name, "in the cluster, not in the file, not made by apply: left alone")
+		case !recorded && a.nodes[name].Annotations[legacyHostAnnotation] != "":
+			a.logf(name, "in the cluster, not in the file, not in apply's record of hosts (%s): left alone, never reset by --prune (its Node's %s annotation, which the node itself can rewrite, is not trusted: reset the host by hand, then delete the Node)", hostsRecordRef, legacyHostAnnotation)
+		case !recorded:
+			a.logf(name, "in the cluster, not in the file, not in apply's record of hosts (%s): left alone, never reset by --prune", hostsRecordRef)
 		case !a.o.Prune:
 			a.logf(name, "in the cluster, not in the file: left alone (--prune drains, resets and removes it)")
 		default:
@@ -510,13 +560,19 @@ func (a *applyRun) run(ctx context.Context, p *applyPlan) error {
 	}
 	if len(p.resets) > 0 {
 		if err := a.each(p.resets, func(h *applyHost) error {
-			if err := h.kubeboot(ctx, nil, "reset", "--force"); err != nil {
+			if err := a.change(ctx, h, "reset", func() error { return h.kubeboot(ctx, nil, "reset", "--force") }); err != nil {
 				return err
 			}
 			a.logf(h.Name(), "reset")
 			return nil
 		}); err != nil {
 			return err
+		}
+		for _, n := range p.staleNodes {
+			if err := a.client.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("deleting the Node %s of a join that did not finish: %w", n, err)
+			}
+			a.logf(n, "deleted the Node of the join that did not finish")
 		}
 		if err := a.each(p.resets, func(h *applyHost) error { return a.preflightHost(ctx, p, h, token, certKey) }); err != nil {
 			return err
@@ -532,7 +588,16 @@ func (a *applyRun) run(ctx context.Context, p *applyPlan) error {
 			args = append(args, "--upload-certs")
 		}
 		t := time.Now()
-		if err := h.kubeboot(ctx, doc, args...); err != nil {
+		err = a.change(ctx, h, "init", func() error {
+			if err := h.startStep(ctx, "init"); err != nil {
+				return err
+			}
+			if err := h.kubeboot(ctx, doc, args...); err != nil {
+				return fmt.Errorf("%w\napply again resets the host and runs init again", err)
+			}
+			return h.completeStep(ctx)
+		})
+		if err != nil {
 			return fmt.Errorf("%s (%s): init: %w", h.Name(), h.Address, err)
 		}
 		a.logf(h.Name(), "init: the control plane runs (%s)", time.Since(t).Round(100*time.Millisecond))
@@ -736,7 +801,10 @@ func (a *applyRun) uploadCerts(ctx context.Context, certKey string) error {
 	if err != nil {
 		return err
 	}
-	if err := h.kubeboot(ctx, doc, "init", "phase", "upload-certs", "--upload-certs", "--config", "/dev/stdin", "--skip-certificate-key-print"); err != nil {
+	err = a.change(ctx, h, "upload-certs", func() error {
+		return h.kubeboot(ctx, doc, "init", "phase", "upload-certs", "--upload-certs", "--config", "/dev/stdin", "--skip-certificate-key-print")
+	})
+	if err != nil {
 		return fmt.Errorf("%s: uploading the certificates for the control planes that join: %w", h.Name(), err)
 	}
 	a.logf(h.Name(), "uploaded the control-plane certificates for the control planes that join (they expire in 2 hours)")
@@ -770,7 +838,16 @@ func (a *applyRun) join(ctx context.Context, h *applyHost, j JoinCommand) error 
 	}
 	a.logf(h.Name(), "joining as %s", as)
 	t := time.Now()
-	if err := h.kubeboot(ctx, doc, "join", "--config", "/dev/stdin"); err != nil {
+	err = a.change(ctx, h, "join", func() error {
+		if err := h.startStep(ctx, "join"); err != nil {
+			return err
+		}
+		if err := h.kubeboot(ctx, doc, "join", "--config", "/dev/stdin"); err != nil {
+			return err
+		}
+		return h.completeStep(ctx)
+	})
+	if err != nil {
 		return err
 	}
 	a.logf(h.Name(), "joined as %s (%s)", as, time.Since(t).Round(100*time.Millisecond))
@@ -824,51 +901,6 @@ func (a *applyRun) finish(ctx context.Context, p *applyPlan) error {
 	return a.recordHosts(ctx)
 }
 
-// madeHostAnnotation, on a Node, is the host apply made it on, as the
-// cluster file had it (JSON): how --prune reaches the host once the
-// file no longer has it.
-const madeHostAnnotation = "kubeboot.io/apply-host"
-
-// madeHost is the host recorded on n; nil when apply did not make it.
-func madeHost(n *corev1.Node) (*clusterfile.Host, error) {
-	v, ok := n.Annotations[madeHostAnnotation]
-	if !ok {
-		return nil, nil
-	}
-	h := &clusterfile.Host{}
-	if err := json.Unmarshal([]byte(v), h); err != nil {
-		return nil, fmt.Errorf("its %s annotation: %w", madeHostAnnotation, err)
-	}
-	return h, nil
-}
-
-// recordHosts writes on each Node of the file's hosts the host it runs
-// on, where it differs.
-func (a *applyRun) recordHosts(ctx context.Context) error {
-	for _, h := range a.hosts {
-		if h.err != nil {
-			continue
-		}
-		hc := *h.Host
-		hc.NodeName = h.node
-		b, err := json.Marshal(&hc)
-		if err != nil {
-			return err
-		}
-		if n, ok := a.nodes[h.node]; ok && n.Annotations[madeHostAnnotation] == string(b) {
-			continue
-		}
-		patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{madeHostAnnotation: string(b)}}})
-		if err != nil {
-			return err
-		}
-		if _, err := a.client.CoreV1().Nodes().Patch(ctx, h.node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			return fmt.Errorf("%s: recording its host on the Node: %w", h.Name(), err)
-		}
-	}
-	return nil
-}
-
 // prune removes the nodes of p.prune: workers in parallel, then the
 // control planes one at a time.
 func (a *applyRun) prune(ctx context.Context, p *applyPlan) ([]string, error) {
@@ -889,6 +921,9 @@ func (a *applyRun) prune(ctx context.Context, p *applyPlan) ([]string, error) {
 	}
 	err := a.workersThenControlPlanes(hosts, one)
 	slices.Sort(pruned)
+	if ferr := a.forgetHosts(ctx, pruned); ferr != nil {
+		err = errors.Join(err, ferr)
+	}
 	return pruned, err
 }
 
@@ -906,7 +941,7 @@ func (a *applyRun) pruneHost(ctx context.Context, h *applyHost) error {
 		return fmt.Errorf("draining %s: %w", h.node, err)
 	}
 	a.logf(h.Name(), "drained (%s)", time.Since(t).Round(100*time.Millisecond))
-	conn, err := remote.Dial(ctx, target(h.Host))
+	conn, err := a.dialer.Dial(ctx, target(h.Host))
 	if err != nil {
 		return fmt.Errorf("resetting the host (the Node is left, cordoned): %w", err)
 	}
@@ -989,7 +1024,11 @@ func ResetHosts(ctx context.Context, o ResetHostsOptions) error {
 	// The first control plane last.
 	hosts := slices.Clone(a.hosts)
 	slices.Reverse(hosts)
-	return a.workersThenControlPlanes(hosts, func(h *applyHost) error { return a.resetHost(ctx, h, true) })
+	err = a.workersThenControlPlanes(hosts, func(h *applyHost) error { return a.resetHost(ctx, h, true) })
+	if err != nil && ctx.Err() != nil {
+		err = a.interrupted(err)
+	}
+	return err
 }
 
 // resetHost resets h if it holds a node and removes the kubeboot binary
@@ -1006,12 +1045,12 @@ func (a *applyRun) resetHost(ctx context.Context, h *applyHost, force bool) erro
 			return fmt.Errorf("the host has a node's state but no kubeboot at %s to reset it with", h.binary)
 		}
 		t := time.Now()
-		var err error
-		if force {
-			err = h.kubeboot(ctx, nil, "reset", "--force")
-		} else {
-			err = h.kubeboot(ctx, []byte("y\n"), "reset")
-		}
+		err := a.change(ctx, h, "reset", func() error {
+			if force {
+				return h.kubeboot(ctx, nil, "reset", "--force")
+			}
+			return h.kubeboot(ctx, []byte("y\n"), "reset")
+		})
 		if err != nil {
 			return err
 		}

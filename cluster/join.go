@@ -3,11 +3,9 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"io"
 	"path"
 	"strings"
 
-	"google.golang.org/grpc/grpclog"
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 
 	"github.com/kubeboot/kubeboot/internal/phases/joinphases"
@@ -89,10 +87,6 @@ type JoinResult struct {
 // on cancellation it behaves as Init.
 func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	o.Node.defaults()
-	// A control-plane join dials its etcd member before it serves, and
-	// says itself what it waits for: gRPC's warnings about each refused
-	// dial are noise there. Its errors still show.
-	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, o.Err))
 	if o.Config == nil || o.Config.Join == nil {
 		return nil, fmt.Errorf("no JoinConfiguration: Join needs one (JoinCommand.Config makes one)")
 	}

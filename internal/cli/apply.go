@@ -31,13 +31,21 @@ In order, with a progress line per host and step:
 
 Hosts already in the cluster are left alone: running apply again changes
 nothing, and adds the hosts new to the file. A host removed from the file is
-left alone, unless --prune: its node is drained, the host reset over SSH (apply
-records on each Node how it reached the host) and the Node deleted. A join that fails on one host leaves the others to join; apply
-again resets what it left and joins it. Tokens and certificate keys are made
-here and given to each host's kubeboot on its standard input: none is on a
-command line, in a file apply writes, or printed (a join keeps the token in its
-bootstrap-kubelet.conf, 0600, until the kubelet has its certificate, as
-kubeadm's does).
+left alone, unless --prune: its node is drained, the host reset over SSH and
+the Node deleted. Prune reaches the host as apply recorded it when it made the
+node, in the ConfigMap kube-system/kubeboot-apply-hosts, which only the
+cluster's admins can write; a node not in that record is never reset (a Node's
+annotations, which its kubelet can rewrite, are not trusted). A join that fails
+on one host leaves the others to join; apply again resets what it left and
+joins it. Each host keeps apply's record of its init or join
+(<root>/var/lib/kubeboot/apply.json): one that started and did not complete
+(it failed half-way, or apply was cancelled) is reset and done again by the
+next apply, which says so in its plan. Cancelled (Ctrl-C), apply says which
+hosts may have changed: those whose step had started and had not finished.
+Tokens and certificate keys are made here and given to each host's kubeboot on
+its standard input: none is on a command line, in a file apply writes, or
+printed (a join keeps the token in its bootstrap-kubelet.conf, 0600, until the
+kubelet has its certificate, as kubeadm's does).
 
 The file (apiVersion kubeboot.io/v1alpha1, kind Cluster):
 
@@ -101,7 +109,7 @@ func newApplyCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "The cluster file")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "Connect to every host, read its state and print the plan; change nothing")
 	cmd.Flags().StringVar(&kubeconfigOut, "admin-kubeconfig", "", "Where to write the admin kubeconfig (default: the cluster file's name with .kubeconfig, next to it)")
-	cmd.Flags().BoolVar(&prune, "prune", false, "Remove the nodes apply made on hosts no longer in the file: drain each, reset the host over SSH (as apply reached it) and delete its Node; workers first")
+	cmd.Flags().BoolVar(&prune, "prune", false, "Remove the nodes apply made on hosts no longer in the file: drain each, reset the host over SSH (as apply recorded it in kube-system/kubeboot-apply-hosts) and delete its Node; workers first")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "How long to wait for every node to be Ready")
 	return cmd
 }

@@ -88,6 +88,10 @@ components to run as spec files in /etc/kubernetes/kubeboot/components.`,
 			Args:  cobra.ExactArgs(1),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				fs := g.FS(false, s.Out)
+				// Checked before the line that says it restarts.
+				if err := daemon.Runs(fs, args[0]); err != nil {
+					return err
+				}
 				start := time.Now()
 				fmt.Fprintf(s.Out, "[daemon] Restarting %s\n", args[0])
 				if err := daemon.Restart(cmd.Context(), fs, args[0], "asked by `kubeboot daemon restart`", true, 2*time.Minute); err != nil {

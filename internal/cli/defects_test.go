@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"google.golang.org/grpc/grpclog"
 )
 
 func run(t *testing.T, args ...string) (stdout, stderr string, code int) {
@@ -147,5 +149,38 @@ func TestUpgradePhases(t *testing.T) {
 	_, e, code = run(t, "upgrade", "apply", "phase", "preflight", "--root", t.TempDir(), "--binary", "x")
 	if code == 0 || !strings.Contains(e, "the kubeboot daemon is not running") {
 		t.Errorf("upgrade apply phase preflight on no node (exit %d): %s", code, e)
+	}
+}
+
+// TestGRPCWarningsAreQuiet: every command, not only join, keeps the
+// gRPC warnings that k8s.io/apiserver sends to klog (stderr) out of its
+// output; gRPC's errors still reach the command's stderr.
+func TestGRPCWarningsAreQuiet(t *testing.T) {
+	// As k8s.io/apiserver installs it at init: every severity printed.
+	var installed bytes.Buffer
+	grpclog.SetLoggerV2(grpclog.NewLoggerV2(&installed, &installed, &installed))
+	var out, errOut bytes.Buffer
+	if code := Run([]string{"version"}, Streams{In: strings.NewReader(""), Out: &out, Err: &errOut}, nil); code != 0 {
+		t.Fatalf("version: exit %d: %s", code, errOut.String())
+	}
+	grpclog.Warningf("[core] addrConn.createTransport failed to connect: connection refused")
+	grpclog.Errorf("a real error")
+	if installed.Len() != 0 {
+		t.Errorf("gRPC still logs through what was installed before: %q", installed.String())
+	}
+	if strings.Contains(errOut.String(), "connection refused") || !strings.Contains(errOut.String(), "a real error") {
+		t.Errorf("the command's stderr: %q; want gRPC's error and not its warning", errOut.String())
+	}
+}
+
+// TestDaemonRestartRefusesBeforeItSays: `daemon restart NAME` of a
+// component the node does not run says so, and never "Restarting NAME".
+func TestDaemonRestartRefusesBeforeItSays(t *testing.T) {
+	out, errOut, code := run(t, "daemon", "restart", "no-such-component", "--root", t.TempDir())
+	if code == 0 || !strings.Contains(errOut, `runs no component "no-such-component"`) {
+		t.Errorf("exit %d, stderr %q; want a refusal naming the component", code, errOut)
+	}
+	if strings.Contains(out, "Restarting") {
+		t.Errorf("it said it restarts before refusing: %q", out)
 	}
 }

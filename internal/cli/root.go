@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"google.golang.org/grpc/grpclog"
 
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
@@ -99,6 +100,7 @@ func componentsHelp(components []string) string {
 func Run(args []string, s Streams, components []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	quietGRPC(s.Err)
 	cmd := NewCommand(s, components)
 	cmd.SetArgs(args)
 	if err := cmd.ExecuteContext(ctx); err != nil && !errors.Is(err, errVersionPrinted) {
@@ -106,4 +108,15 @@ func Run(args []string, s Streams, components []string) int {
 		return 1
 	}
 	return 0
+}
+
+// quietGRPC keeps gRPC's warnings and information out of kubeboot's own
+// commands, and its errors in errw. k8s.io/apiserver, linked in for the
+// embedded components, sends gRPC's log to klog on stderr (its package
+// init): an init, a join or a reset that dials etcd before it serves
+// would print a warning for each refused dial, while it says itself
+// what it waits for. The embedded components do not come here
+// (cmd/kubeboot dispatches them first) and keep upstream's logging.
+func quietGRPC(errw io.Writer) {
+	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, errw))
 }

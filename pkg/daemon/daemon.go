@@ -542,16 +542,26 @@ func Restart(ctx context.Context, fs fsys.FS, name, why string, ready bool, time
 	})
 }
 
-// request writes a file named after one of this node's components into
-// dir (a node path: SwapDir, RestartDir), for the running daemon to act
-// on at its next look; it writes nothing when the node runs no such
-// component or no daemon would read it.
-func request(fs fsys.FS, dir, name string, content []byte) error {
+// Runs says why the running daemon of this node could not act on
+// name: the node has no such component, or no daemon runs. It is nil
+// when a request about name would be read.
+func Runs(fs fsys.FS, name string) error {
 	if !fsys.Exists(fs, component.SpecPath(name)) {
 		return fmt.Errorf("this node runs no component %q (no spec %s)", name, fs.Path(component.SpecPath(name)))
 	}
 	if Running(fs) == 0 {
 		return fmt.Errorf("the kubeboot daemon is not running for %s", fs.Path("/"))
+	}
+	return nil
+}
+
+// request writes a file named after one of this node's components into
+// dir (a node path: SwapDir, RestartDir), for the running daemon to act
+// on at its next look; it writes nothing when the node runs no such
+// component or no daemon would read it.
+func request(fs fsys.FS, dir, name string, content []byte) error {
+	if err := Runs(fs, name); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(fs.Path(dir), 0o755); err != nil {
 		return err

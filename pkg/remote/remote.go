@@ -50,14 +50,49 @@ func (t Target) String() string {
 
 // Host is a connection to one host.
 type Host struct {
-	target  Target
-	client  *ssh.Client
-	bastion *Host
+	target Target
+	client *ssh.Client
+	// own is the Dialer that Dial made for this host alone, closed with it.
+	own *Dialer
 }
 
 // Dial connects to the host (through its bastion, if any) and checks its
-// key.
+// key. The connection to the bastion is the host's own and closes with
+// it; a Dialer shares one among the hosts behind a bastion.
 func Dial(ctx context.Context, t Target) (*Host, error) {
+	d := &Dialer{}
+	h, err := d.Dial(ctx, t)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	h.own = d
+	return h, nil
+}
+
+// Dialer connects to hosts, with one SSH connection to each bastion for
+// every host behind it: sshd drops connections that are not yet
+// authenticated past its MaxStartups (10:30:100 by default: 30 % of them
+// from the 10th, all from the 100th), and apply reaches every host at
+// once. The forwarded connections go as channels of that one. A Dialer
+// is safe for concurrent use; Close ends the bastion connections, after
+// the hosts reached through them are done with.
+type Dialer struct {
+	mu       sync.Mutex
+	bastions map[string]*bastionConn
+	closed   bool
+}
+
+// bastionConn is the connection to one bastion, ready once dialled.
+type bastionConn struct {
+	ready chan struct{}
+	host  *Host
+	err   error
+}
+
+// Dial connects to the host as the package's Dial does, through the
+// Dialer's connection to its bastion.
+func (d *Dialer) Dial(ctx context.Context, t Target) (*Host, error) {
 	if t.Timeout == 0 {
 		t.Timeout = 10 * time.Second
 	}
@@ -73,17 +108,17 @@ func Dial(ctx context.Context, t Target) (*Host, error) {
 		if b.Timeout == 0 {
 			b.Timeout = t.Timeout
 		}
-		if h.bastion, err = Dial(ctx, b); err != nil {
+		bastion, err := d.bastion(ctx, b)
+		if err != nil {
 			return nil, fmt.Errorf("through the bastion %s: %w", b.Address, err)
 		}
 		dctx, cancel := context.WithTimeout(ctx, t.Timeout)
 		defer cancel()
-		conn, err = h.bastion.client.DialContext(dctx, "tcp", addr)
-	} else {
-		conn, err = (&net.Dialer{Timeout: t.Timeout}).DialContext(ctx, "tcp", addr)
-	}
-	if err != nil {
-		h.Close()
+		conn, err = bastion.client.DialContext(dctx, "tcp", addr)
+		if err != nil {
+			return nil, fmt.Errorf("connecting to %s through the bastion %s: %w", addr, b.Address, err)
+		}
+	} else if conn, err = (&net.Dialer{Timeout: t.Timeout}).DialContext(ctx, "tcp", addr); err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", addr, err)
 	}
 	// The handshake may hang on a host that accepts and says nothing: it
@@ -96,7 +131,6 @@ func Dial(ctx context.Context, t Target) (*Host, error) {
 	timedOut, cancelled := !timer.Stop(), !stop()
 	if timedOut || cancelled || err != nil {
 		conn.Close()
-		h.Close()
 		switch {
 		case cancelled:
 			err = ctx.Err()
@@ -108,6 +142,87 @@ func Dial(ctx context.Context, t Target) (*Host, error) {
 	_ = conn.SetDeadline(time.Time{})
 	h.client = ssh.NewClient(c, chans, reqs)
 	return h, nil
+}
+
+// bastion is the Dialer's connection to b: dialled by the first host
+// that needs it while the others wait, and dialled again once it has
+// failed or ended.
+func (d *Dialer) bastion(ctx context.Context, b Target) (*Host, error) {
+	key := b.key()
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil, errors.New("the dialer is closed")
+	}
+	c, ok := d.bastions[key]
+	if !ok {
+		c = &bastionConn{ready: make(chan struct{})}
+		if d.bastions == nil {
+			d.bastions = map[string]*bastionConn{}
+		}
+		d.bastions[key] = c
+		d.mu.Unlock()
+		h, err := d.Dial(ctx, b)
+		d.mu.Lock()
+		c.host, c.err = h, err
+		switch {
+		case err != nil:
+			delete(d.bastions, key)
+		case d.closed:
+			h.Close()
+			c.host, c.err = nil, errors.New("the dialer is closed")
+		default:
+			go func() {
+				// A connection that ends (the bastion restarted, the
+				// network dropped it) is dialled again by the next host.
+				_ = h.client.Wait()
+				d.mu.Lock()
+				if d.bastions[key] == c {
+					delete(d.bastions, key)
+				}
+				d.mu.Unlock()
+			}()
+		}
+		close(c.ready)
+	}
+	d.mu.Unlock()
+	select {
+	case <-c.ready:
+		return c.host, c.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close ends the connections to the bastions; the hosts reached through
+// them lose theirs.
+func (d *Dialer) Close() error {
+	d.mu.Lock()
+	d.closed = true
+	var ready []*bastionConn
+	for _, c := range d.bastions {
+		ready = append(ready, c)
+	}
+	d.bastions = nil
+	d.mu.Unlock()
+	var errs []error
+	for _, c := range ready {
+		<-c.ready // a dial under way ends with its own time-out
+		if c.host != nil {
+			errs = append(errs, c.host.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// key tells apart the connections a Dialer shares: t as it is reached
+// and authenticated.
+func (t Target) key() string {
+	k := strings.Join([]string{t.User, t.Address, strconv.Itoa(t.Port), t.KeyPath, t.KnownHosts}, "\x00")
+	if t.Bastion != nil {
+		k += "\x00via\x00" + t.Bastion.key()
+	}
+	return k
 }
 
 // clientConfig is the SSH configuration of t: its user, its keys, and the
@@ -203,7 +318,8 @@ func (probeKey) Type() string                        { return "kubeboot-probe" }
 func (probeKey) Marshal() []byte                     { return []byte("kubeboot-probe") }
 func (probeKey) Verify([]byte, *ssh.Signature) error { return errors.New("probe") }
 
-// Close ends the connection (and the bastion's).
+// Close ends the connection, and the bastion's when Dial made it for
+// this host alone.
 func (h *Host) Close() error {
 	if h == nil {
 		return nil
@@ -212,8 +328,8 @@ func (h *Host) Close() error {
 	if h.client != nil {
 		err = h.client.Close()
 	}
-	if h.bastion != nil {
-		h.bastion.Close()
+	if h.own != nil {
+		h.own.Close()
 	}
 	return err
 }

@@ -17,7 +17,8 @@ import (
 // sshHost is a test host running Debian's sshd on its own address.
 type sshHost struct {
 	*nethost.Host
-	key ssh.PublicKey // its host key
+	key  ssh.PublicKey // its host key
+	sshd *nethost.SSHD
 }
 
 // startSSHD runs sshd in h, letting root in with the keys in authorized,
@@ -34,28 +35,36 @@ func startSSHD(t *testing.T, h *nethost.Host, dir, authorized string) *sshHost {
 			t.Logf("sshd of %s:\n%s", h.Name, lastLines(s.Log(), 20))
 		}
 	})
-	return &sshHost{Host: h, key: s.Key}
+	return &sshHost{Host: h, key: s.Key, sshd: s}
 }
 
-// TestApply: a whole cluster from one file, over SSH, from an operator's
-// host: refusals that change nothing, 1 control plane + 1 worker, apply
-// again (nothing changes), a worker added, two control planes added, a
-// Service from every node, and reset -f leaving nothing on any host. Every
-// host is a network-namespace host running Debian's sshd.
-func TestApply(t *testing.T) {
+// requireSSHD is requireE2E for the tests whose hosts run Debian's sshd;
+// it makes sshd's privilege separation directory if it is missing.
+func requireSSHD(t *testing.T) {
+	t.Helper()
 	requireE2E(t)
 	if _, err := os.Stat("/usr/sbin/sshd"); err != nil {
 		t.Fatal("Debian's openssh-server is needed (hack/install-deps.sh installs it)")
 	}
-	if n := len(podProcesses()); n != 0 {
-		t.Fatalf("%d pod processes run on this machine already; this test needs it free of other kubelets", n)
-	}
-	// sshd's privilege separation directory, made for the test if missing.
 	if _, err := os.Stat(nethost.PrivsepDir); os.IsNotExist(err) {
 		if err := os.Mkdir(nethost.PrivsepDir, 0o755); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { os.Remove(nethost.PrivsepDir) })
+	}
+}
+
+// TestApply: a whole cluster from one file, over SSH, from an operator's
+// host: refusals that change nothing, 1 control plane + 1 worker, apply
+// again (nothing changes), a worker added, two control planes added, a
+// Service from every node, a worker pruned (its own Node's annotation,
+// rewritten by the node to point at a decoy, does not redirect prune),
+// and reset -f leaving nothing on any host. Every host is a
+// network-namespace host running Debian's sshd.
+func TestApply(t *testing.T) {
+	requireSSHD(t)
+	if n := len(podProcesses()); n != 0 {
+		t.Fatalf("%d pod processes run on this machine already; this test needs it free of other kubelets", n)
 	}
 	dir := t.TempDir()
 	network := newNetwork(t, "kba-net")
@@ -293,6 +302,30 @@ func TestApply(t *testing.T) {
 		if got := readyNodes(t); got != "cp1=True cp2=True cp3=True w1=True w2=True" {
 			t.Errorf("nodes after apply without --prune: %s", got)
 		}
+		// w2, with its kubelet's credentials (all a compromised node has),
+		// points its own Node's kubeboot.io/apply-host annotation, where
+		// apply once kept the host, at a decoy: another root on cp1's
+		// machine, which the operator's key reaches, not in the file,
+		// that looks like a node. Prune must reset w2 and leave the decoy.
+		decoy := filepath.Join(dir, "decoy")
+		marker := filepath.Join(decoy, "etc/kubernetes/kubeboot/marker")
+		for _, d := range []string{filepath.Dir(marker), filepath.Join(decoy, "usr/local/bin")} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(marker, []byte("the decoy's state\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(binary, filepath.Join(decoy, "usr/local/bin/kubeboot")); err != nil {
+			t.Fatal(err)
+		}
+		w2 := hosts["w2"]
+		forged := fmt.Sprintf(`{"Address":%q,"Role":"worker","NodeName":"w2","Root":%q,"SSH":{"User":"root","Port":22,"KeyPath":%q,"KnownHosts":%q}}`, hosts["cp1"].IP, decoy, keyFile, good)
+		if out, err := nethost.Run(w2.Command(binary, "kubectl", "--kubeconfig", filepath.Join(w2.Root, "etc/kubernetes/kubelet.conf"),
+			"annotate", "node", "w2", "--overwrite", "kubeboot.io/apply-host="+forged)); err != nil {
+			t.Fatalf("w2 rewriting its own Node's annotation: %v\n%s", err, out)
+		}
 		out, err, took := apply("-f", less, "--prune")
 		if err != nil {
 			t.Fatalf("apply --prune: %v\n%s", err, out)
@@ -308,6 +341,9 @@ func TestApply(t *testing.T) {
 		}
 		if files := listAll(hosts["w2"].Root); len(files) != 0 {
 			t.Errorf("w2: --prune left %d paths: %v", len(files), files[:min(len(files), 10)])
+		}
+		if _, err := os.Stat(marker); err != nil || strings.Contains(out, decoy) {
+			t.Errorf("--prune went to the decoy that w2's annotation names (%v):\n%s", err, out)
 		}
 		withNodes--
 		// What ran on w2 runs elsewhere.

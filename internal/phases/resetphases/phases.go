@@ -22,6 +22,7 @@ import (
 	"golang.org/x/term"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -222,8 +223,9 @@ func hasNodeSide(fs fsys.FS) bool {
 // kubeconfig file (a worker's own: init grants nodes that, for their own
 // Node only). A worker reaches the cluster through its node-local load
 // balancer; when that does not answer (the node daemon is gone), the API
-// server the node joined through is tried directly. When no API server
-// can be reached, it says what to do instead.
+// server the node joined through is tried directly. Both are tried again
+// with back-off for a minute, as a slow API server may need; when none
+// deletes it, it says what to do instead.
 func (d *Data) deleteNode(ctx context.Context, name, kubeconfigFile string) {
 	file := d.FS.Path(kubeconfigFile)
 	_, rc, err := apiclient.FromKubeconfig(file, "")
@@ -232,8 +234,19 @@ func (d *Data) deleteNode(ctx context.Context, name, kubeconfigFile string) {
 		if lb := ownOf(d.FS, component.APIServerLB).APIServerLB; lb != nil && lb.Seed != "" {
 			hosts = append(hosts, "https://"+lb.Seed)
 		}
+		var servers []apiServer
 		for _, host := range hosts {
-			if err = d.deleteNodeAt(ctx, name, rc, host); err == nil || apierrors.IsNotFound(err) {
+			rc := rest.CopyConfig(rc)
+			rc.Host = host
+			c, cerr := kubernetes.NewForConfig(rc)
+			if cerr != nil {
+				err = cerr
+				break
+			}
+			servers = append(servers, apiServer{host: host, client: c})
+		}
+		if err == nil {
+			if err = d.deleteNodeFrom(ctx, name, servers, nodeDeleteRetry()); err == nil {
 				return
 			}
 		}
@@ -241,21 +254,51 @@ func (d *Data) deleteNode(ctx context.Context, name, kubeconfigFile string) {
 	d.logf("[reset] Could not delete Node %q from the cluster (%v): remove it on a control-plane node with `kubectl delete node %s`", name, err, name)
 }
 
-func (d *Data) deleteNodeAt(ctx context.Context, name string, rc *rest.Config, host string) error {
-	rc = rest.CopyConfig(rc)
-	rc.Host = host
-	c, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+// apiServer is one way to the cluster's API.
+type apiServer struct {
+	host   string
+	client kubernetes.Interface
+}
+
+// nodeDeleteRetry is how long, and how often, reset tries to delete its
+// Node: each try gives every API server 15 s, the tries are 1, 2, 4, 8 s
+// apart and all end within a minute.
+func nodeDeleteRetry() retry {
+	return retry{backoff: wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: 6, Cap: 8 * time.Second}, try: 15 * time.Second, bound: time.Minute}
+}
+
+// retry bounds an action that is tried again: backoff between the
+// tries, try for each, bound for all.
+type retry struct {
+	backoff    wait.Backoff
+	try, bound time.Duration
+}
+
+// deleteNodeFrom deletes the Node name through the first of servers that
+// answers, trying them all again as r says; a Node that is not there
+// counts as deleted. It returns the last error.
+func (d *Data) deleteNodeFrom(ctx context.Context, name string, servers []apiServer, r retry) error {
+	ctx, cancel := context.WithTimeout(ctx, r.bound)
 	defer cancel()
-	err = c.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		d.logf("[reset] Node %q is not in the cluster (any more)", name)
-	case err == nil:
-		d.logf("[reset] Deleted Node %q from the cluster at %s", name, host)
+	var last error
+	err := wait.ExponentialBackoffWithContext(ctx, r.backoff, func(ctx context.Context) (bool, error) {
+		for _, s := range servers {
+			tctx, cancel := context.WithTimeout(ctx, r.try)
+			last = s.client.CoreV1().Nodes().Delete(tctx, name, metav1.DeleteOptions{})
+			cancel()
+			switch {
+			case apierrors.IsNotFound(last):
+				d.logf("[reset] Node %q is not in the cluster (any more)", name)
+				return true, nil
+			case last == nil:
+				d.logf("[reset] Deleted Node %q from the cluster at %s", name, s.host)
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil && last != nil {
+		return last
 	}
 	return err
 }
