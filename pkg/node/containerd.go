@@ -26,7 +26,7 @@ func ContainerdConfigTOML(fs fsys.FS, systemdCgroup bool) string {
 		Root: fs.Path(ContainerdRoot), State: fs.Path(ContainerdState),
 		Socket: fs.Path(ContainerdSocket), TTRPCSocket: fs.Path(ContainerdSocket) + ".ttrpc",
 		Opt: fs.Path(ContainerdOpt), SandboxImage: images.Pause,
-		CNIBinDir: fs.Path(CNIBinDir), CNIConfDir: fs.Path(CNIConfDir),
+		CNIBinDir: fs.Path(CNIBinDir), OperatorCNIBinDir: fs.Path(OperatorCNIBinDir), CNIConfDir: fs.Path(CNIConfDir),
 		RuncRoot: fs.Path(RuncRoot), ShimPath: fs.Path(ShimPath), ShimSocketDir: ShimSocketDir(fs),
 		RegistryHostsDir: fs.Path(RegistryHostsDir), SystemdCgroup: systemdCgroup,
 	})
@@ -40,7 +40,7 @@ func ContainerdConfigTOML(fs fsys.FS, systemdCgroup bool) string {
 type containerdSettings struct {
 	Root, State, Socket, TTRPCSocket, Opt, SandboxImage      string
 	CNIBinDir, CNIConfDir, RuncRoot, ShimPath, ShimSocketDir string
-	RegistryHostsDir                                         string
+	RegistryHostsDir, OperatorCNIBinDir                      string
 	SystemdCgroup                                            bool
 }
 
@@ -107,7 +107,9 @@ disabled_plugins = [
         SystemdCgroup = {{.SystemdCgroup}}
         Root = {{q .RuncRoot}}
   [plugins."io.containerd.cri.v1.runtime".cni]
-    bin_dirs = [{{q .CNIBinDir}}]
+    # kubeboot's plugins first, then the usual directory, where an
+    # operator's CNI (init --flannel-backend none) installs its own.
+    bin_dirs = [{{q .CNIBinDir}}, {{q .OperatorCNIBinDir}}]
     conf_dir = {{q .CNIConfDir}}
     max_conf_num = 1
     # containerd brings up a pod's lo itself, rather than by an exec of

@@ -35,6 +35,10 @@ func TestContainerdConfigTOML(t *testing.T) {
 		}
 		rt := c.Plugins["io.containerd.cri.v1.runtime"]["containerd"].(map[string]any)["runtimes"].(map[string]any)["runc"].(map[string]any)
 		opts := rt["options"].(map[string]any)
+		cni := c.Plugins["io.containerd.cri.v1.runtime"]["cni"].(map[string]any)
+		if dirs := cni["bin_dirs"].([]any); len(dirs) != 2 || dirs[0] != fs.Path(CNIBinDir) || dirs[1] != "/srv/node-a/opt/cni/bin" {
+			t.Errorf("CNI plugin directories %v: kubeboot's, then the operator's under the root", dirs)
+		}
 		if opts["SystemdCgroup"] != systemd || opts["Root"] != fs.Path(RuncRoot) || rt["runtime_path"] != fs.Path(ShimPath) {
 			t.Errorf("runc runtime %v", rt)
 		}

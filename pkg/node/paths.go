@@ -34,11 +34,14 @@ const (
 	// (runtime_path serves only the containers it creates).
 	ContainerdOpt    = "/var/lib/kubeboot/containerd-opt"
 	ContainerdOptBin = ContainerdOpt + "/bin"
-	CNIConfDir       = "/etc/cni/net.d"
-	CNIConfFile      = CNIConfDir + "/10-kubeboot.conflist"
-	CNIDataDir       = "/var/lib/cni"
-	KubeletDir       = "/var/lib/kubelet"
-	KubeletConfig    = KubeletDir + "/config.yaml"
+	// OperatorCNIBinDir is where a CNI of the operator's installs its
+	// plugins (init --flannel-backend none); not kubeboot's to remove.
+	OperatorCNIBinDir = "/opt/cni/bin"
+	CNIConfDir        = "/etc/cni/net.d"
+	CNIConfFile       = CNIConfDir + "/10-kubeboot.conflist"
+	CNIDataDir        = "/var/lib/cni"
+	KubeletDir        = "/var/lib/kubelet"
+	KubeletConfig     = KubeletDir + "/config.yaml"
 	// PodLogsDir is where the kubelet keeps the pods' logs (its podLogsDir).
 	PodLogsDir = "/var/log/pods"
 	// VolumePluginDir is the kubelet's FlexVolume plugin directory (its
