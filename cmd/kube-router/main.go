@@ -1,6 +1,7 @@
 // Command kube-router is kubeboot's NetworkPolicy engine on a node:
 // kube-router's network policy controller (github.com/cloudnativelabs/
-// kube-router/v2, pkg/controllers/netpol, pinned in go.mod), put together
+// kube-router/v2, pkg/controllers/netpol, at the version third_party/
+// kube-router holds — see its README), put together
 // as k3s embeds it — the firewall alone: kube-router's routing and service
 // proxy are not linked (flannel routes, kube-proxy proxies). It enforces
 // every NetworkPolicy on the pods of its node with iptables and ipsets.
@@ -25,12 +26,11 @@ import (
 	"github.com/cloudnativelabs/kube-router/v2/pkg/controllers/netpol"
 	"github.com/cloudnativelabs/kube-router/v2/pkg/healthcheck"
 	"github.com/cloudnativelabs/kube-router/v2/pkg/options"
-	"github.com/cloudnativelabs/kube-router/v2/pkg/utils"
-	"github.com/coreos/go-iptables/iptables"
-	v1core "k8s.io/api/core/v1"
+	"github.com/cloudnativelabs/kube-router/v2/pkg/svcip"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -41,6 +41,13 @@ import (
 func main() {
 	os.Exit(settle.Main(run)(os.Args[1:]))
 }
+
+// netpolInformers are the shared informers the policy controller reads.
+type netpolInformers struct{ pods, namespaces, policies cache.SharedIndexInformer }
+
+func (i netpolInformers) Pods() cache.SharedIndexInformer            { return i.pods }
+func (i netpolInformers) Namespaces() cache.SharedIndexInformer      { return i.namespaces }
+func (i netpolInformers) NetworkPolicies() cache.SharedIndexInformer { return i.policies }
 
 type opts struct {
 	kubeconfig, nodeName, serviceSubnets, podSubnets, nodePortRange, readyz string
@@ -101,48 +108,35 @@ func (o opts) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	iptablesHandlers := map[v1core.IPFamily]utils.IPTablesHandler{}
-	ipsetHandlers := map[v1core.IPFamily]utils.IPSetHandler{}
-	for _, f := range []struct {
-		on    bool
-		fam   v1core.IPFamily
-		proto iptables.Protocol
-		v6    bool
-	}{{cfg.EnableIPv4, v1core.IPv4Protocol, iptables.ProtocolIPv4, false}, {cfg.EnableIPv6, v1core.IPv6Protocol, iptables.ProtocolIPv6, true}} {
-		if !f.on {
-			continue
-		}
-		ipt, err := iptables.NewWithProtocol(f.proto)
-		if err != nil {
-			return fmt.Errorf("iptables: %w", err)
-		}
-		set, err := utils.NewIPSet(f.v6)
-		if err != nil {
-			return fmt.Errorf("ipset (the ipset command and the kernel's ip_set): %w", err)
-		}
-		iptablesHandlers[f.fam], ipsetHandlers[f.fam] = ipt, set
+	iptablesHandlers, ipsetHandlers, err := netpol.NewIPTablesHandlers(cfg)
+	if err != nil {
+		return fmt.Errorf("iptables and ipset (the ipset command and the kernel's ip_set): %w", err)
+	}
+	ranges, err := svcip.NewValidator(svcip.Config{
+		ClusterIPCIDRs: cfg.ClusterIPCIDRs,
+		EnableIPv4:     cfg.EnableIPv4,
+		EnableIPv6:     cfg.EnableIPv6,
+	})
+	if err != nil {
+		return fmt.Errorf("service subnets: %w", err)
 	}
 
 	f := informers.NewSharedInformerFactory(client, 0)
-	pods := f.Core().V1().Pods().Informer()
-	namespaces := f.Core().V1().Namespaces().Informer()
-	policies := f.Networking().V1().NetworkPolicies().Informer()
+	inf := netpolInformers{
+		pods:       f.Core().V1().Pods().Informer(),
+		namespaces: f.Core().V1().Namespaces().Informer(),
+		policies:   f.Networking().V1().NetworkPolicies().Informer(),
+	}
 	f.Start(ctx.Done())
 	defer f.Shutdown()
 	f.WaitForCacheSync(ctx.Done())
 
-	npc, err := netpol.NewNetworkPolicyController(client, cfg, pods, policies, namespaces, &sync.Mutex{}, iptablesHandlers, ipsetHandlers)
+	// The controller adds its own event handlers to the informers. No
+	// nftables interfaces: the iptables and ipset backend, as k3s runs it
+	// (kube-router's nftables backend is experimental upstream).
+	npc, err := netpol.NewNetworkPolicyController(client, cfg, inf, &sync.Mutex{}, nil, iptablesHandlers, ipsetHandlers, ranges, nil)
 	if err != nil {
 		return fmt.Errorf("network policy controller: %w", err)
-	}
-	if _, err := pods.AddEventHandler(npc.PodEventHandler); err != nil {
-		return err
-	}
-	if _, err := namespaces.AddEventHandler(npc.NamespaceEventHandler); err != nil {
-		return err
-	}
-	if _, err := policies.AddEventHandler(npc.NetworkPolicyEventHandler); err != nil {
-		return err
 	}
 	// The controller reports the start of each full sync on this channel
 	// (unbuffered: it must be drained). The first sync starts at once; a
