@@ -24,6 +24,44 @@ var Modules = []string{"br_netfilter", "overlay"}
 // namespace.
 var Sysctls = []string{"net.ipv4.ip_forward", "net.bridge.bridge-nf-call-iptables", "net.bridge.bridge-nf-call-ip6tables"}
 
+// Needs are the kernel modules and the sysctls (set to 1) a node needs.
+type Needs struct {
+	Modules []string
+	Sysctls []string
+}
+
+// Base is what every node needs (Modules, Sysctls).
+func Base() Needs { return Needs{Modules: slices.Clone(Modules), Sysctls: slices.Clone(Sysctls)} }
+
+// PodNetwork is what a node's pod network asks of its kernel.
+type PodNetwork struct {
+	// Backend is the overlay's flannel backend: "vxlan" needs the vxlan
+	// module, "wireguard" the wireguard module, "host-gw" (or "") none.
+	Backend string
+	// Policy: the NetworkPolicy engine matches ipsets in iptables.
+	Policy bool
+	// IPv6: the pod network has an IPv6 subnet, routed by the node.
+	IPv6 bool
+}
+
+// With adds what the pod network needs: the backend's module, ip_set and
+// xt_set for policies, IPv6 forwarding.
+func (n Needs) With(p PodNetwork) Needs {
+	switch p.Backend {
+	case "vxlan":
+		n.Modules = append(n.Modules, "vxlan")
+	case "wireguard":
+		n.Modules = append(n.Modules, "wireguard")
+	}
+	if p.Policy {
+		n.Modules = append(n.Modules, "ip_set", "xt_set")
+	}
+	if p.IPv6 {
+		n.Sysctls = append(n.Sysctls, "net.ipv6.conf.all.forwarding")
+	}
+	return n
+}
+
 // Node paths of what kubeboot writes on a machine's own node.
 const (
 	ModulesLoadFile = "/etc/modules-load.d/kubeboot.conf"
@@ -41,6 +79,8 @@ var (
 	ProcSys     = "/proc/sys"
 	// Filesystems lists the filesystems the kernel knows.
 	Filesystems = "/proc/filesystems"
+	// IPTablesMatches lists the iptables matches the kernel has.
+	IPTablesMatches = "/proc/net/ip_tables_matches"
 	// Modprobe and Rmmod load and unload a kernel module.
 	Modprobe = func(args ...string) error { return run("modprobe", args...) }
 	Rmmod    = func(name string) error { return run("rmmod", name) }
@@ -77,8 +117,8 @@ type Record struct {
 
 // ModuleLoaded reports whether a kernel module is loaded, or built into
 // the kernel: a built-in module without parameters has no /sys/module
-// entry, so br_netfilter is also found by its sysctls and overlay in the
-// filesystems the kernel knows.
+// entry, so br_netfilter is also found by its sysctls, overlay in the
+// filesystems the kernel knows and xt_set among the iptables matches.
 func ModuleLoaded(name string) bool {
 	if _, err := os.Stat(filepath.Join(ModuleDir, name)); err == nil {
 		return true
@@ -90,6 +130,9 @@ func ModuleLoaded(name string) bool {
 	case "overlay":
 		b, _ := os.ReadFile(Filesystems)
 		return regexp.MustCompile(`(?m)\soverlay$`).Match(b)
+	case "xt_set":
+		b, _ := os.ReadFile(IPTablesMatches)
+		return regexp.MustCompile(`(?m)^set$`).Match(b)
 	}
 	return false
 }
@@ -109,7 +152,7 @@ func readSysctl(name string) (string, error) {
 // are not in place, with one line per change. On a machine's own node
 // (fs's root is "/") it persists them for the next boot and records what
 // it changed for reset (Undo).
-func Prepare(fs fsys.FS, logf func(string, ...any)) error {
+func Prepare(fs fsys.FS, need Needs, logf func(string, ...any)) error {
 	own := fs.Path("/") == MachineRoot
 	rec := Record{}
 	if own {
@@ -117,7 +160,7 @@ func Prepare(fs fsys.FS, logf func(string, ...any)) error {
 		// from before.
 		_ = readRecord(fs, &rec)
 	}
-	for _, m := range Modules {
+	for _, m := range need.Modules {
 		if ModuleLoaded(m) {
 			continue
 		}
@@ -147,7 +190,7 @@ func Prepare(fs fsys.FS, logf func(string, ...any)) error {
 			}
 		}
 	}
-	for _, s := range Sysctls {
+	for _, s := range need.Sysctls {
 		old, err := readSysctl(s)
 		if err != nil {
 			return fmt.Errorf("reading sysctl %s: %w", s, err)
@@ -176,8 +219,8 @@ func Prepare(fs fsys.FS, logf func(string, ...any)) error {
 	persist := []struct {
 		file, content string
 	}{
-		{ModulesLoadFile, "# Written by kubeboot init/join: the kernel modules a Kubernetes node needs.\n# kubeboot reset removes this file.\n" + strings.Join(Modules, "\n") + "\n"},
-		{SysctlFile, "# Written by kubeboot init/join: the sysctls a Kubernetes node needs.\n# kubeboot reset removes this file.\n" + sysctlLines()},
+		{ModulesLoadFile, "# Written by kubeboot init/join: the kernel modules a Kubernetes node needs.\n# kubeboot reset removes this file.\n" + strings.Join(need.Modules, "\n") + "\n"},
+		{SysctlFile, "# Written by kubeboot init/join: the sysctls a Kubernetes node needs.\n# kubeboot reset removes this file.\n" + sysctlLines(need.Sysctls)},
 	}
 	for _, p := range persist {
 		if b, err := os.ReadFile(fs.Path(p.file)); err == nil && string(b) == p.content {
@@ -208,9 +251,9 @@ func Prepare(fs fsys.FS, logf func(string, ...any)) error {
 	return fs.WriteFile(RecordFile, b, 0o600)
 }
 
-func sysctlLines() string {
+func sysctlLines(sysctls []string) string {
 	var b strings.Builder
-	for _, s := range Sysctls {
+	for _, s := range sysctls {
 		b.WriteString(s + " = 1\n")
 	}
 	return b.String()

@@ -29,7 +29,9 @@ func newFakeKernel(t *testing.T, loaded ...string) *fakeKernel {
 	k := &fakeKernel{t: t, modules: filepath.Join(dir, "module"), proc: filepath.Join(dir, "sys"), busy: map[string]bool{}}
 	oldM, oldP, oldF, oldProbe, oldRm := ModuleDir, ProcSys, Filesystems, Modprobe, Rmmod
 	t.Cleanup(func() { ModuleDir, ProcSys, Filesystems, Modprobe, Rmmod = oldM, oldP, oldF, oldProbe, oldRm })
-	ModuleDir, ProcSys, Filesystems = k.modules, k.proc, filepath.Join(dir, "filesystems")
+	oldT := IPTablesMatches
+	t.Cleanup(func() { IPTablesMatches = oldT })
+	ModuleDir, ProcSys, Filesystems, IPTablesMatches = k.modules, k.proc, filepath.Join(dir, "filesystems"), filepath.Join(dir, "ip_tables_matches")
 	os.MkdirAll(k.modules, 0o755)
 	k.write("net.ipv4.ip_forward", "0")
 	for _, m := range loaded {
@@ -93,7 +95,7 @@ func TestPrepareAndUndoOwnNode(t *testing.T) {
 	fs := ownRoot(t, root)
 	var lines []string
 	logf := func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) }
-	if err := Prepare(fs, logf); err != nil {
+	if err := Prepare(fs, Base(), logf); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range Sysctls {
@@ -121,7 +123,7 @@ func TestPrepareAndUndoOwnNode(t *testing.T) {
 	}
 	// A second run changes nothing and says nothing.
 	lines = nil
-	if err := Prepare(fs, logf); err != nil || len(lines) != 0 {
+	if err := Prepare(fs, Base(), logf); err != nil || len(lines) != 0 {
 		t.Errorf("second Prepare: %v, %q", err, lines)
 	}
 
@@ -143,11 +145,63 @@ func TestPrepareAndUndoOwnNode(t *testing.T) {
 	}
 }
 
+// The pod network's needs come on top of the base: its backend's module,
+// ipsets for policies, IPv6 forwarding; they are persisted and undone
+// like the others. xt_set built in is found among the iptables matches.
+func TestPreparePodNetwork(t *testing.T) {
+	k := newFakeKernel(t, "overlay", "ip_set")
+	k.write("net.ipv6.conf.all.forwarding", "0")
+	fs := ownRoot(t, t.TempDir())
+	need := Base().With(PodNetwork{Backend: "vxlan", Policy: true, IPv6: true})
+	if err := Prepare(fs, need, func(string, ...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{"vxlan", "xt_set"} {
+		if !k.loaded(m) {
+			t.Errorf("%s not loaded", m)
+		}
+	}
+	if got := k.read("net.ipv6.conf.all.forwarding"); got != "1" {
+		t.Errorf("IPv6 forwarding %s", got)
+	}
+	b, _ := os.ReadFile(fs.Path(ModulesLoadFile))
+	for _, m := range []string{"vxlan", "ip_set", "xt_set"} {
+		if !strings.Contains(string(b), m+"\n") {
+			t.Errorf("%s not persisted:\n%s", m, b)
+		}
+	}
+	b, _ = os.ReadFile(fs.Path(SysctlFile))
+	if !strings.Contains(string(b), "net.ipv6.conf.all.forwarding = 1") {
+		t.Errorf("IPv6 forwarding not persisted:\n%s", b)
+	}
+	Undo(fs, func(string, ...any) {})
+	if k.loaded("vxlan") || k.loaded("xt_set") || !k.loaded("ip_set") {
+		t.Error("Undo did not take back exactly the modules it loaded")
+	}
+	if got := k.read("net.ipv6.conf.all.forwarding"); got != "0" {
+		t.Errorf("IPv6 forwarding %s after Undo", got)
+	}
+	if got := Base().With(PodNetwork{Backend: "host-gw"}); len(got.Modules) != len(Modules) || len(got.Sysctls) != len(Sysctls) {
+		t.Errorf("host-gw without policies needs more than the base: %+v", got)
+	}
+	if got := Base().With(PodNetwork{Backend: "wireguard"}); !slices.Contains(got.Modules, "wireguard") {
+		t.Errorf("wireguard backend: %+v", got)
+	}
+	newFakeKernel(t)
+	if ModuleLoaded("xt_set") {
+		t.Fatal("xt_set found before it is there")
+	}
+	os.WriteFile(IPTablesMatches, []byte("tcp\nset\nset\n"), 0o644)
+	if !ModuleLoaded("xt_set") {
+		t.Error("built-in xt_set not found among the iptables matches")
+	}
+}
+
 // A module something else holds stays loaded, with a warning.
 func TestUndoLeavesABusyModule(t *testing.T) {
 	k := newFakeKernel(t, "overlay")
 	fs := ownRoot(t, t.TempDir())
-	if err := Prepare(fs, func(string, ...any) {}); err != nil {
+	if err := Prepare(fs, Base(), func(string, ...any) {}); err != nil {
 		t.Fatal(err)
 	}
 	k.busy["br_netfilter"] = true
@@ -183,7 +237,7 @@ func TestPrepareOtherRoot(t *testing.T) {
 	newFakeKernel(t, "overlay", "br_netfilter")
 	root := t.TempDir()
 	fs := fsys.NewRoot(root)
-	if err := Prepare(fs, func(string, ...any) {}); err != nil {
+	if err := Prepare(fs, Base(), func(string, ...any) {}); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []string{ModulesLoadFile, SysctlFile, RecordFile} {

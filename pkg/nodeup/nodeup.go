@@ -140,14 +140,15 @@ func (n *Node) Checks() []preflight.Check {
 	}
 	// kubeboot loads the modules and sets the sysctls itself (host.Prepare,
 	// in kubelet-start); these fail where it cannot.
-	for _, m := range host.Modules {
+	need := n.hostNeeds()
+	for _, m := range need.Modules {
 		name := "KernelModule-" + m
 		if m == "br_netfilter" {
 			name = "FileExisting--proc-sys-net-bridge-bridge-nf-call-iptables" // kubeadm's name
 		}
 		checks = append(checks, preflight.Check{Name: name, Run: func() ([]string, error) { return nil, host.CheckModule(m) }})
 	}
-	for _, s := range host.Sysctls {
+	for _, s := range need.Sysctls {
 		checks = append(checks, preflight.Check{Name: "FileContent-" + strings.ReplaceAll(host.SysctlPath(s), "/", "-"), Run: func() ([]string, error) { return nil, host.CheckSysctl(s) }})
 	}
 	checks = append(checks, preflight.Check{Name: "SystemVerification", Run: func() ([]string, error) {
@@ -217,11 +218,32 @@ func (n *Node) installHelpers(dir string) (helpers.Result, error) {
 	return helpers.Result{Dir: filepath.Join(dir, current)}, nil
 }
 
+// hostNeeds are the kernel modules and sysctls of this node: every node's,
+// and its pod network's (the overlay's module, ipsets for policies, IPv6
+// forwarding). Before a joining node has read the cluster's choice (its
+// first preflight), only every node's.
+func (n *Node) hostNeeds() host.Needs {
+	if n.Cfg.Cluster == nil {
+		return host.Base()
+	}
+	r := n.Renderer()
+	p := host.PodNetwork{Policy: r.RunsNetworkPolicy()}
+	if r.RunsFlannel() {
+		p.Backend = n.Cfg.PodNetwork.FlannelType()
+	}
+	for _, s := range strings.Split(n.Cfg.Cluster.Networking.PodSubnet, ",") {
+		if strings.Contains(s, ":") {
+			p.IPv6 = true
+		}
+	}
+	return host.Base().With(p)
+}
+
 // PrepareHost loads the kernel modules and sets the sysctls the node needs
 // (package host) and writes the per-pod helpers (the runc shim, pause, the
 // CNI plugins) under the root prefix.
 func (n *Node) PrepareHost(prefix string) error {
-	if err := host.Prepare(n.FS, func(format string, args ...any) {
+	if err := host.Prepare(n.FS, n.hostNeeds(), func(format string, args ...any) {
 		n.Logf("[%s] %s", prefix, fmt.Sprintf(format, args...))
 	}); err != nil {
 		return err
