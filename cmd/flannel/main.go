@@ -25,6 +25,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"os/signal"
@@ -193,7 +194,11 @@ func (o options) run(ctx context.Context) error {
 	}
 	l := bn.Lease()
 	var prevNet, prevSubnet ip.IP4Net
-	var prevNet6, prevSubnet6 ip.IP6Net
+	// No previous network or lease to recycle rules of (flanneld reads
+	// them from subnet.env): an IPv6 one is zero with its big.Int set, as
+	// flanneld's, or the comparison with it panics.
+	zero6 := func() ip.IP6Net { return ip.IP6Net{IP: (*ip.IP6)(big.NewInt(0))} }
+	prevNet6, prevSubnet6 := zero6(), zero6()
 	if err := tm.SetupAndEnsureMasqRules(ctx, config.Network, prevSubnet, prevNet, config.IPv6Network, prevSubnet6, prevNet6, l, o.resync, false); err != nil {
 		return fmt.Errorf("masquerading rules: %w", err)
 	}

@@ -53,7 +53,7 @@ func (r Renderer) FlannelSpec() Spec {
 		Args: []string{
 			"--kubeconfig=" + kc,
 			"--node-name=" + r.Cfg.Init.NodeRegistration.Name,
-			"--node-ip=" + r.advertise(),
+			"--node-ip=" + r.nodeIPs(),
 			"--pod-subnets=" + r.Cfg.Cluster.Networking.PodSubnet,
 			"--backend=" + r.Cfg.PodNetwork.FlannelType(),
 			"--state-dir=" + r.FS.Path(FlannelStateDir),
@@ -67,6 +67,19 @@ func (r Renderer) FlannelSpec() Spec {
 		Dirs:      []Dir{{Path: r.FS.Path(FlannelStateDir), Mode: 0o700}},
 		RestartOn: r.engineRestartOn(),
 	}
+}
+
+// nodeIPs are the node's addresses, as its kubelet registers them: the
+// node-ip given to the kubelet (both families' on a dual-stack node), or
+// the advertised address.
+func (r Renderer) nodeIPs() string {
+	ips := r.advertise()
+	for _, a := range r.Cfg.Init.NodeRegistration.KubeletExtraArgs {
+		if a.Name == "node-ip" {
+			ips = a.Value
+		}
+	}
+	return ips
 }
 
 // engineRestartOn: the engines read the kubelet's kubeconfig, whose client

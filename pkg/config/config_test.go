@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-var testHost = Host{Hostname: "node-a", DefaultIP: "10.10.0.2"}
+var testHost = Host{Hostname: "node-a", DefaultIP: "10.10.0.2", DefaultIPv4: "10.10.0.2", DefaultIPv6: "fd00:10::2"}
 
 const validInit = `apiVersion: kubeadm.k8s.io/v1beta4
 kind: InitConfiguration
@@ -99,7 +99,9 @@ func TestConfigRules(t *testing.T) {
 		{"negative validity", cluster("certificateValidityPeriod: -1h\n"), []string{"certificateValidityPeriod", "positive"}},
 		{"local and external etcd", cluster("etcd:\n  local: {dataDir: /var/lib/etcd}\n  external: {endpoints: [\"https://10.0.0.1:2379\"]}\n"), []string{"etcd", "not both"}},
 		{"external etcd needs TLS files", cluster("etcd:\n  external:\n    endpoints: [\"https://10.0.0.1:2379\"]\n"), []string{"etcd.external.caFile", "Required"}},
-		{"dual-stack pod subnet", cluster("networking:\n  podSubnet: 10.244.0.0/16,fd00:10:244::/56\n"), []string{"networking.podSubnet", "single-stack"}},
+		{"dual-stack pods, single-stack services", cluster("networking:\n  podSubnet: 10.244.0.0/16,fd00:10:244::/56\n"), []string{"networking.serviceSubnet", "dual-stack service network"}},
+		{"dual-stack services, single-stack pods", cluster("networking:\n  serviceSubnet: 10.96.0.0/16,fd00:10:96::/112\n"), []string{"networking.podSubnet", "dual-stack pod network"}},
+		{"IPv6 pod subnet too small for /64 nodes", cluster("networking:\n  podSubnet: fd00:10:244::/96\n  serviceSubnet: fd00:10:96::/112\n"), []string{"networking.podSubnet", "/48 to /64"}},
 		{"CRI socket over TCP", init("nodeRegistration:\n  criSocket: tcp://10.0.0.1:10000\n"), []string{"nodeRegistration.criSocket", `only URL scheme "unix"`}},
 		{"CRI socket by relative path", init("nodeRegistration:\n  criSocket: unix://run/containerd.sock\n"), []string{"nodeRegistration.criSocket", "absolute path"}},
 		{"bad node name", init("nodeRegistration:\n  name: Node_A\n"), []string{"nodeRegistration.name"}},

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"k8s.io/klog/v2"
@@ -37,6 +39,9 @@ const DefaultPodSubnet = "10.244.0.0/16"
 type Host struct {
 	Hostname  string
 	DefaultIP string // address of the interface holding the default route
+	// DefaultIPv4 and DefaultIPv6 are the addresses of the interface of
+	// each family's default route: a dual-stack node's addresses.
+	DefaultIPv4, DefaultIPv6 string
 }
 
 // DetectHost reads the hostname and the default-route address. A missing
@@ -50,7 +55,80 @@ func DetectHost() Host {
 	if ip, err := utilnet.ChooseHostInterface(); err == nil {
 		h.DefaultIP = ip.String()
 	}
+	h.DefaultIPv4, h.DefaultIPv6 = defaultRouteAddr(netlink.FAMILY_V4), defaultRouteAddr(netlink.FAMILY_V6)
 	return h
+}
+
+// defaultRouteAddr is the first global address of the family on the
+// interface of the family's default route; "" without one.
+func defaultRouteAddr(family int) string {
+	routes, err := netlink.RouteListFiltered(family, &netlink.Route{}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return ""
+	}
+	for _, r := range routes {
+		if r.Dst != nil {
+			if ones, _ := r.Dst.Mask.Size(); ones != 0 {
+				continue
+			}
+		}
+		link, err := netlink.LinkByIndex(r.LinkIndex)
+		if err != nil {
+			continue
+		}
+		addrs, err := netlink.AddrList(link, family)
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if a.IP.IsGlobalUnicast() && a.Flags&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED|unix.IFA_F_DEPRECATED) == 0 {
+				return a.IP.String()
+			}
+		}
+	}
+	return ""
+}
+
+// DualStackNodeIP gives a node of a dual-stack cluster its address of
+// each family, as kubeadm's users give it (nodeRegistration
+// kubeletExtraArgs node-ip: "<IPv4>,<IPv6>"): the advertised address
+// first, then the host's address of the other family (the interface of
+// that family's default route). A node-ip given is kept; a single-stack
+// pod network needs none.
+func DualStackNodeIP(reg *kubeadmv1.NodeRegistrationOptions, advertise, podSubnet string, h Host) error {
+	if !DualStack(podSubnet) || advertise == "" {
+		return nil
+	}
+	for _, a := range reg.KubeletExtraArgs {
+		if a.Name == "node-ip" {
+			return nil
+		}
+	}
+	other, family := h.DefaultIPv6, "IPv6"
+	if strings.Contains(advertise, ":") {
+		other, family = h.DefaultIPv4, "IPv4"
+	}
+	if other == "" {
+		return fmt.Errorf("the pod network is dual-stack (%s) but this host has no %s address on a default route: give the node's addresses of both families (nodeRegistration.kubeletExtraArgs node-ip: %s,<%s>)", podSubnet, family, advertise, family)
+	}
+	reg.KubeletExtraArgs = append(reg.KubeletExtraArgs, kubeadmv1.Arg{Name: "node-ip", Value: advertise + "," + other})
+	return nil
+}
+
+// DualStack reports whether a subnet list ("v4,v6") has both families.
+func DualStack(subnets string) bool {
+	var v4, v6 bool
+	for _, s := range strings.Split(subnets, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if strings.Contains(s, ":") {
+			v6 = true
+		} else {
+			v4 = true
+		}
+	}
+	return v4 && v6
 }
 
 // EnsureInit makes sure the configuration has the documents `init` needs,
@@ -84,6 +162,9 @@ func (c *Config) DefaultInit(h Host) error {
 	c.Init.NodeRegistration.CRISocket = defaultCRISocket(c.Init.NodeRegistration.CRISocket)
 	if c.Init.LocalAPIEndpoint.AdvertiseAddress == "" {
 		c.Init.LocalAPIEndpoint.AdvertiseAddress = h.DefaultIP
+	}
+	if err := DualStackNodeIP(&c.Init.NodeRegistration, c.Init.LocalAPIEndpoint.AdvertiseAddress, c.Cluster.Networking.PodSubnet, h); err != nil {
+		return err
 	}
 	for i := range c.Init.BootstrapTokens {
 		if c.Init.BootstrapTokens[i].Token != nil {

@@ -141,12 +141,23 @@ func validateNetworking(n *kubeadmv1.Networking, p *field.Path) field.ErrorList 
 	if n.PodSubnet != "" {
 		pods, podErrs := parseCIDRs(n.PodSubnet, p.Child("podSubnet"))
 		errs = append(errs, podErrs...)
-		if len(pods) > 1 {
-			// The node's address, which the kubelet registers and the pod
-			// network's engines read, is of one family: a second pod
-			// subnet would be allocated to nodes and then left unused.
+		if len(pods) == 2 && len(svc) == 1 {
+			// kube-apiserver would give every Service one family only,
+			// and a RequireDualStack Service could not be.
+			errs = append(errs, field.Invalid(p.Child("serviceSubnet"), n.ServiceSubnet,
+				"a dual-stack pod network needs a dual-stack service network: give one CIDR of each family, as podSubnet (e.g. 10.96.0.0/16,fd00:10:96::/112)"))
+		}
+		if len(pods) == 1 && len(svc) == 2 {
 			errs = append(errs, field.Invalid(p.Child("podSubnet"), n.PodSubnet,
-				"kubeboot's pod network is single-stack: give one CIDR, IPv4 or IPv6"))
+				"a dual-stack service network needs a dual-stack pod network: give one CIDR of each family, as serviceSubnet (e.g. 10.244.0.0/16,fd00:10:244::/56)"))
+		}
+		for _, pc := range pods {
+			// The controller-manager gives each node a /64 of an IPv6 pod
+			// subnet and splits it by at most 16 bits.
+			if ones, bits := pc.Mask.Size(); bits == 128 && (ones > 64 || ones < 48) {
+				errs = append(errs, field.Invalid(p.Child("podSubnet"), n.PodSubnet,
+					fmt.Sprintf("%s: an IPv6 pod subnet is split into one /64 per node, by at most 16 bits: give a /48 to /64", pc)))
+			}
 		}
 		for _, pc := range pods {
 			for _, sc := range svc {

@@ -142,6 +142,12 @@ type Options struct {
 	Gateway string
 	// ExtraIPs are further addresses of eth0 (/24 each).
 	ExtraIPs []string
+	// IPv6, when set, is eth0's IPv6 address (/64) besides the host's
+	// IPv4 one, with a default route of its own (through Gateway6, or
+	// straight out of eth0): a dual-stack host. A host whose own address
+	// is IPv6 is IPv6-only.
+	IPv6     string
+	Gateway6 string
 	// ResolvConf is the host's /etc/resolv.conf; empty means
 	// "nameserver 127.0.0.1", a local resolver as on hosts running
 	// systemd-resolved or dnsmasq.
@@ -193,16 +199,31 @@ func NewWith(name, ip, dir, binary string, o Options) (h *Host, err error) {
 			[]string{"ip", "link", "set", veth + "b", "netns", name},
 			[]string{"ip", "-n", name, "link", "set", veth + "b", "up"})
 	}
-	steps = append(steps,
-		[]string{"ip", "-n", name, "link", "set", veth + "a", "name", "eth0"},
-		[]string{"ip", "-n", name, "addr", "add", ip + "/24", "dev", "eth0"})
+	v6 := o.IPv6
+	v4 := ip
+	if strings.Contains(ip, ":") {
+		v4, v6 = "", ip
+	}
+	steps = append(steps, []string{"ip", "-n", name, "link", "set", veth + "a", "name", "eth0"})
+	if v4 != "" {
+		steps = append(steps, []string{"ip", "-n", name, "addr", "add", v4 + "/24", "dev", "eth0"})
+	}
+	if v6 != "" {
+		// No duplicate address detection: the address is usable at once.
+		steps = append(steps, []string{"ip", "-n", name, "addr", "add", v6 + "/64", "dev", "eth0", "nodad"})
+	}
 	for _, extra := range o.ExtraIPs {
 		steps = append(steps, []string{"ip", "-n", name, "addr", "add", extra + "/24", "dev", "eth0"})
 	}
 	steps = append(steps,
 		[]string{"ip", "-n", name, "link", "set", "eth0", "up"},
-		[]string{"ip", "-n", name, "link", "set", "lo", "up"},
-		defaultRoute(name, o.Gateway))
+		[]string{"ip", "-n", name, "link", "set", "lo", "up"})
+	if v4 != "" {
+		steps = append(steps, defaultRoute(name, o.Gateway))
+	}
+	if v6 != "" {
+		steps = append(steps, defaultRoute6(name, o.Gateway6))
+	}
 	for _, s := range steps {
 		if err = run(s[0], s[1:]...); err != nil {
 			// A pair not yet moved out of the machine's namespace would
@@ -296,6 +317,14 @@ func defaultRoute(netns, gateway string) []string {
 		return []string{"ip", "-n", netns, "route", "add", "default", "via", gateway, "dev", "eth0"}
 	}
 	return []string{"ip", "-n", netns, "route", "add", "default", "dev", "eth0"}
+}
+
+// defaultRoute6 is defaultRoute's IPv6 twin.
+func defaultRoute6(netns, gateway string) []string {
+	if gateway != "" {
+		return []string{"ip", "-6", "-n", netns, "route", "add", "default", "via", gateway, "dev", "eth0"}
+	}
+	return []string{"ip", "-6", "-n", netns, "route", "add", "default", "dev", "eth0"}
 }
 
 // bridgeName is the bridge of a Network, inside its own namespace.

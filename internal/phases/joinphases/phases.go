@@ -57,6 +57,8 @@ type Data struct {
 	// certificate key, held until download-certs writes them.
 	certs []bootstrap.CertFile
 	pki   *pki.Generator
+	// host is what was detected of the machine (its addresses).
+	host config.Host
 }
 
 // NewData wires one join run.
@@ -72,6 +74,7 @@ func NewData(join *kubeadmv1.JoinConfiguration, h config.Host, fs fsys.FS, out i
 	d := &Data{
 		Node: &nodeup.Node{Cfg: cfg, FS: fs, Out: out, Start: time.Now(), Timeout: join.Timeouts.KubeletHealthCheck.Duration},
 		Join: join,
+		host: h,
 	}
 	if join.ControlPlane != nil {
 		d.KubeletRequires = []string{component.APIServer}
@@ -192,6 +195,9 @@ func (d *Data) discover(ctx context.Context) error {
 		boot = renameCluster(boot, name)
 	}
 	d.Cfg.Cluster, d.Cfg.Kubelet, d.Cfg.KubeProxy, d.Cfg.PodNetwork = fetched.Cluster, fetched.Kubelet, fetched.KubeProxy, fetched.PodNetwork
+	if err := config.DualStackNodeIP(&d.Cfg.Init.NodeRegistration, d.Cfg.Init.LocalAPIEndpoint.AdvertiseAddress, d.Cfg.Cluster.Networking.PodSubnet, d.host); err != nil {
+		return err
+	}
 	if k := d.Cfg.Kubelet; k != nil {
 		// The cgroup driver and cgroup v1 are the joining host's, not the
 		// init host's: a systemd host joins a cluster made on one without
