@@ -56,6 +56,14 @@ func DetectHost() Host {
 		h.DefaultIP = ip.String()
 	}
 	h.DefaultIPv4, h.DefaultIPv6 = defaultRouteAddr(netlink.FAMILY_V4), defaultRouteAddr(netlink.FAMILY_V6)
+	if h.DefaultIP == "" {
+		// ChooseHostInterface passes over a default route without a
+		// gateway (an on-link IPv6 one).
+		h.DefaultIP = h.DefaultIPv4
+		if h.DefaultIP == "" {
+			h.DefaultIP = h.DefaultIPv6
+		}
+	}
 	return h
 }
 

@@ -79,7 +79,7 @@ func urlHost(ip string) string {
 type stackCase struct {
 	prefix             string
 	cpIP, cpIP6, wIP   string
-	wIP6               string
+	wIP6, gateway6     string
 	endpoint           string
 	podCIDR, svcCIDR   string
 	want               string
@@ -92,8 +92,8 @@ func testStack(t *testing.T, c stackCase) {
 		t.Fatalf("%d pod processes run on this machine already; this test needs it free of other kubelets", n)
 	}
 	netw := newNetworkMTU(t, c.prefix+"-net", linkMTU)
-	cp := newHostWith(t, c.prefix+"-cp", c.cpIP, nethost.Options{Network: netw, IPv6: c.cpIP6})
-	w := newHostWith(t, c.prefix+"-w1", c.wIP, nethost.Options{Network: netw, IPv6: c.wIP6})
+	cp := newHostWith(t, c.prefix+"-cp", c.cpIP, nethost.Options{Network: netw, IPv6: c.cpIP6, Gateway6: c.gateway6})
+	w := newHostWith(t, c.prefix+"-w1", c.wIP, nethost.Options{Network: netw, IPv6: c.wIP6, Gateway6: c.gateway6})
 	nodes := map[string]*nethost.Host{"cp": cp, "w1": w}
 	netBefore := map[string]map[string]bool{}
 	for n, h := range nodes {
@@ -269,7 +269,9 @@ func TestDualStack(t *testing.T) {
 // loopback's; the worker joins the control plane at its IPv6 address.
 func TestIPv6Only(t *testing.T) {
 	testStack(t, stackCase{
-		prefix: "kb6", cpIP: "fd00:209::2", wIP: "fd00:209::3",
+		// A router's address as the default route's gateway, as on IPv6
+		// hosts configured by router advertisements; nothing answers it.
+		prefix: "kb6", cpIP: "fd00:209::2", wIP: "fd00:209::3", gateway6: "fd00:209::1",
 		endpoint: "[fd00:209::2]:6443",
 		podCIDR:  "fd00:10:244::/56", svcCIDR: "fd00:10:96::/112",
 		want: "6", policy: "SingleStack", dnsService: "fd00:10:96::a",
