@@ -133,7 +133,7 @@ func (b *bench) setUp(mtu int) error {
 		b.cleanup = append(b.cleanup, func() { n.Close() })
 		b.nets = append(b.nets, n)
 	}
-	r, err := nethost.NewRouter("kbbn-rt", nethost.Leg{Network: b.nets[0], Addr: "10.213.0.1"}, nethost.Leg{Network: b.nets[1], Addr: "10.214.0.1"})
+	r, err := nethost.NewRouter("kbbn-rt", nethost.Leg{Network: b.nets[0], Addr: "10.213.0.1/24"}, nethost.Leg{Network: b.nets[1], Addr: "10.214.0.1/24"})
 	if err != nil {
 		return err
 	}

@@ -48,6 +48,7 @@ func main() {
 	useRegistry := flag.Bool("registry", true, "pull the test images through a registry mirror under their upstream names (false: import them into each node, renamed to local.test/...)")
 	push := flag.String("push", "", "internal: push the docker archives given as arguments to the registry at HOST:PORT under their upstream names, and exit")
 	fast := flag.Bool("fast", false, "only the fast subset the test command runs: Services, DNS, pod networking, exec and logs over websockets, kubectl logs, a lifecycle hook, pod submission and removal, two schedulable nodes")
+	dualStack := flag.Bool("dual-stack", false, "a dual-stack cluster: hosts with an IPv6 address besides their IPv4 one, init with a pod and a service network of each family (for the [Feature:IPv6DualStack] specs)")
 	flag.Parse()
 	if *push != "" {
 		if err := runPush(*push, flag.Args()); err != nil {
@@ -69,7 +70,7 @@ func main() {
 	if *skip == "" {
 		*skip = "Serial|Disruptive|Flaky"
 	}
-	if err := run(*nodes, *focus, *skip, *parallel, *harness, *keep, *useRegistry); err != nil {
+	if err := run(*nodes, *focus, *skip, *parallel, *harness, *keep, *useRegistry, *dualStack); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		os.Exit(1)
 	}
@@ -98,7 +99,7 @@ func (l *lastLines) String() string { return string(l.b) }
 
 var joinFlags = regexp.MustCompile(`--token (\S+) \\\s+--discovery-token-ca-cert-hash (\S+)`)
 
-func run(n int, focus, skip string, parallel int, harness string, keep, useRegistry bool) error {
+func run(n int, focus, skip string, parallel int, harness string, keep, useRegistry, dualStack bool) error {
 	bin, err := filepath.Abs("_output/kubeboot")
 	if err == nil {
 		_, err = os.Stat(bin)
@@ -149,7 +150,11 @@ func run(n int, focus, skip string, parallel int, harness string, keep, useRegis
 		if i > 0 {
 			name = fmt.Sprintf("w%d", i)
 		}
-		h, err := nethost.NewWith("kbconf-"+name, fmt.Sprintf("10.217.0.%d", i+2), filepath.Join(dir, name), bin, nethost.Options{Network: network})
+		o := nethost.Options{Network: network}
+		if dualStack {
+			o.IPv6 = fmt.Sprintf("fd00:217::%d", i+2)
+		}
+		h, err := nethost.NewWith("kbconf-"+name, fmt.Sprintf("10.217.0.%d", i+2), filepath.Join(dir, name), bin, o)
 		if err != nil {
 			return err
 		}
@@ -181,6 +186,9 @@ func run(n int, focus, skip string, parallel int, harness string, keep, useRegis
 	args := append([]string{"init", "--node-name", "cp"}, mirrors...)
 	if n == 1 {
 		args = append(args, "--single-node")
+	}
+	if dualStack {
+		args = append(args, "--pod-network-cidr", "10.244.0.0/16,fd00:10:244::/56", "--service-cidr", "10.96.0.0/16,fd00:10:96::/112")
 	}
 	fmt.Printf("[conformance] kubeboot %s\n", strings.Join(args, " "))
 	out, err := nethost.Run(cp.Kubeboot(args...))
