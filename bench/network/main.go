@@ -100,8 +100,15 @@ func kb(h *nethost.Host, args ...string) (string, error) {
 	return out, nil
 }
 
+// kubectl runs the binary's kubectl on the control plane's host (the
+// binary as kubectl takes no --root).
 func kubectl(cp *nethost.Host, args ...string) (string, error) {
-	return kb(cp, append([]string{"kubectl", "--kubeconfig", filepath.Join(cp.Root, "etc/kubernetes/admin.conf")}, args...)...)
+	full := append([]string{"kubectl", "--kubeconfig", filepath.Join(cp.Root, "etc/kubernetes/admin.conf")}, args...)
+	out, err := nethost.Run(cp.Command(cp.Binary, full...))
+	if err != nil {
+		return out, fmt.Errorf("%s: kubectl %s: %v\n%s", cp.Name, strings.Join(args, " "), err, out)
+	}
+	return out, nil
 }
 
 func apply(cp *nethost.Host, manifest string) error {

@@ -42,6 +42,15 @@ spec:
     args: ["--port", "9090"]
 `
 
+// clientsDenied denies every ingress to the client pods.
+const clientsDenied = `apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: clients-denied, namespace: default}
+spec:
+  podSelector: {matchLabels: {role: client}}
+  policyTypes: [Ingress]
+`
+
 // families says which IP families the addresses are of, "4", "6" or "46".
 func families(addrs []string) string {
 	var v4, v6 bool
@@ -223,6 +232,28 @@ func testStack(t *testing.T, c stackCase) {
 			dns := strings.TrimSpace(kubectlOn(t, cp, cp, "get", "service", "-n", "kube-system", "kube-dns", "-o", "jsonpath={.spec.clusterIP}"))
 			if dns != c.dnsService {
 				t.Errorf("cluster DNS at %s, want %s", dns, c.dnsService)
+			}
+		}
+	})
+
+	// kube-router before v2.1.1 left IPv6 policies unapplied: a policy
+	// must hold on each family.
+	t.Run("NetworkPolicy on each family", func(t *testing.T) {
+		applyOn(t, cp, clientsDenied)
+		for _, ip := range ips["w1"] {
+			url := "http://" + urlHost(ip) + ":9090/"
+			took, err := within(policyDeadline, 200*time.Millisecond, func() error { return refused(cp, "default", "client-cp", url) })
+			if err != nil {
+				t.Errorf("default-deny: a pod on cp still reaches %s: %v", ip, err)
+				continue
+			}
+			t.Logf("default-deny: %s refused %s after the write", ip, took.Round(time.Millisecond))
+		}
+		kubectlOn(t, cp, cp, "delete", "networkpolicy", "clients-denied")
+		for _, ip := range ips["w1"] {
+			url := "http://" + urlHost(ip) + ":9090/"
+			if _, err := within(policyDeadline, 200*time.Millisecond, func() error { return reaches(cp, "default", "client-cp", url, "client-w1") }); err != nil {
+				t.Errorf("policy deleted: a pod on cp does not reach %s again: %v", ip, err)
 			}
 		}
 	})
