@@ -141,10 +141,14 @@ func (o *InitOptions) data() (*initphases.Data, workflow.Options, error) {
 	if c == nil {
 		c = &config.Config{}
 	}
-	if err := c.DefaultInit(o.host()); err != nil {
+	h := o.host()
+	if err := c.DefaultInit(h); err != nil {
 		return nil, workflow.Options{}, err
 	}
 	if err := c.Validate(); err != nil {
+		return nil, workflow.Options{}, err
+	}
+	if err := config.DualStackNodeIP(&c.Init.NodeRegistration, c.Init.LocalAPIEndpoint.AdvertiseAddress, c.Cluster.Networking.PodSubnet, h); err != nil {
 		return nil, workflow.Options{}, err
 	}
 	var err error

@@ -101,6 +101,7 @@ func TestConfigRules(t *testing.T) {
 		{"external etcd needs TLS files", cluster("etcd:\n  external:\n    endpoints: [\"https://10.0.0.1:2379\"]\n"), []string{"etcd.external.caFile", "Required"}},
 		{"dual-stack pods, single-stack services", cluster("networking:\n  podSubnet: 10.244.0.0/16,fd00:10:244::/56\n"), []string{"networking.serviceSubnet", "dual-stack service network"}},
 		{"dual-stack services, single-stack pods", cluster("networking:\n  serviceSubnet: 10.96.0.0/16,fd00:10:96::/112\n"), []string{"networking.podSubnet", "dual-stack pod network"}},
+		{"IPv6 pods, IPv4 services", cluster("networking:\n  podSubnet: fd00:10:244::/56\n"), []string{"networking.serviceSubnet", "not of the pod network's family"}},
 		{"IPv6 pod subnet too small for /64 nodes", cluster("networking:\n  podSubnet: fd00:10:244::/96\n  serviceSubnet: fd00:10:96::/112\n"), []string{"networking.podSubnet", "/48 to /64"}},
 		{"CRI socket over TCP", init("nodeRegistration:\n  criSocket: tcp://10.0.0.1:10000\n"), []string{"nodeRegistration.criSocket", `only URL scheme "unix"`}},
 		{"CRI socket by relative path", init("nodeRegistration:\n  criSocket: unix://run/containerd.sock\n"), []string{"nodeRegistration.criSocket", "absolute path"}},

@@ -40,8 +40,12 @@ type Host struct {
 	Hostname  string
 	DefaultIP string // address of the interface holding the default route
 	// DefaultIPv4 and DefaultIPv6 are the addresses of the interface of
-	// each family's default route: a dual-stack node's addresses.
+	// each family's default route (main table).
 	DefaultIPv4, DefaultIPv6 string
+	// Siblings maps each global address of the host to the other global
+	// addresses of its interface: a dual-stack node's second address is
+	// on the interface of its first (flannel requires it).
+	Siblings map[string][]string
 }
 
 // DetectHost reads the hostname and the default-route address. A missing
@@ -56,6 +60,7 @@ func DetectHost() Host {
 		h.DefaultIP = ip.String()
 	}
 	h.DefaultIPv4, h.DefaultIPv6 = defaultRouteAddr(netlink.FAMILY_V4), defaultRouteAddr(netlink.FAMILY_V6)
+	h.Siblings = siblings()
 	if h.DefaultIP == "" {
 		// ChooseHostInterface passes over a default route without a
 		// gateway (an on-link IPv6 one).
@@ -67,10 +72,47 @@ func DetectHost() Host {
 	return h
 }
 
-// defaultRouteAddr is the first global address of the family on the
-// interface of the family's default route; "" without one.
+// usable says whether an address may be a node's: global, and neither
+// tentative, failed nor deprecated.
+func usable(a netlink.Addr) bool {
+	return a.IP.IsGlobalUnicast() && a.Flags&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED|unix.IFA_F_DEPRECATED) == 0
+}
+
+// siblings maps each usable address to the other usable addresses of its
+// interface.
+func siblings() map[string][]string {
+	links, err := netlink.LinkList()
+	if err != nil {
+		return nil
+	}
+	out := map[string][]string{}
+	for _, l := range links {
+		addrs, err := netlink.AddrList(l, netlink.FAMILY_ALL)
+		if err != nil {
+			continue
+		}
+		var ips []string
+		for _, a := range addrs {
+			if usable(a) {
+				ips = append(ips, a.IP.String())
+			}
+		}
+		for _, ip := range ips {
+			for _, o := range ips {
+				if o != ip {
+					out[ip] = append(out[ip], o)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// defaultRouteAddr is the first usable address of the family on the
+// interface of the family's default route in the main table (not a VPN's
+// table of its own); "" without one.
 func defaultRouteAddr(family int) string {
-	routes, err := netlink.RouteListFiltered(family, &netlink.Route{}, netlink.RT_FILTER_TABLE)
+	routes, err := netlink.RouteList(nil, family)
 	if err != nil {
 		return ""
 	}
@@ -89,7 +131,7 @@ func defaultRouteAddr(family int) string {
 			continue
 		}
 		for _, a := range addrs {
-			if a.IP.IsGlobalUnicast() && a.Flags&(unix.IFA_F_TENTATIVE|unix.IFA_F_DADFAILED|unix.IFA_F_DEPRECATED) == 0 {
+			if usable(a) {
 				return a.IP.String()
 			}
 		}
@@ -99,27 +141,55 @@ func defaultRouteAddr(family int) string {
 
 // DualStackNodeIP gives a node of a dual-stack cluster its address of
 // each family, as kubeadm's users give it (nodeRegistration
-// kubeletExtraArgs node-ip: "<IPv4>,<IPv6>"): the advertised address
-// first, then the host's address of the other family (the interface of
-// that family's default route). A node-ip given is kept; a single-stack
-// pod network needs none.
+// kubeletExtraArgs node-ip: "<IPv4>,<IPv6>"): the advertised address (or
+// the one node-ip names) first, then the host's address of the other
+// family on the same interface (flannel carries both families over one),
+// else on the interface of that family's default route. A node-ip of both
+// families is kept; one of a single family is completed; a single-stack
+// pod network needs none. init (cluster.Init) and join call it on the
+// node's own registration.
 func DualStackNodeIP(reg *kubeadmv1.NodeRegistrationOptions, advertise, podSubnet string, h Host) error {
-	if !DualStack(podSubnet) || advertise == "" {
+	if !DualStack(podSubnet) {
 		return nil
 	}
-	for _, a := range reg.KubeletExtraArgs {
+	idx := -1
+	for i, a := range reg.KubeletExtraArgs {
 		if a.Name == "node-ip" {
-			return nil
+			idx = i
 		}
 	}
-	other, family := h.DefaultIPv6, "IPv6"
-	if strings.Contains(advertise, ":") {
-		other, family = h.DefaultIPv4, "IPv4"
+	first := advertise
+	if idx >= 0 {
+		given := reg.KubeletExtraArgs[idx].Value
+		if DualStack(given) {
+			return nil
+		}
+		first = strings.TrimSpace(strings.Split(given, ",")[0])
+	}
+	if first == "" {
+		return nil
+	}
+	want6 := !strings.Contains(first, ":")
+	family := map[bool]string{true: "IPv6", false: "IPv4"}[want6]
+	other := ""
+	for _, s := range h.Siblings[first] {
+		if strings.Contains(s, ":") == want6 {
+			other = s
+			break
+		}
 	}
 	if other == "" {
-		return fmt.Errorf("the pod network is dual-stack (%s) but this host has no %s address on a default route: give the node's addresses of both families (nodeRegistration.kubeletExtraArgs node-ip: %s,<%s>)", podSubnet, family, advertise, family)
+		other = map[bool]string{true: h.DefaultIPv6, false: h.DefaultIPv4}[want6]
 	}
-	reg.KubeletExtraArgs = append(reg.KubeletExtraArgs, kubeadmv1.Arg{Name: "node-ip", Value: advertise + "," + other})
+	if other == "" {
+		return fmt.Errorf("the pod network is dual-stack (%s) but this host has no %s address, neither beside %s nor on a default route: give the node's addresses of both families (nodeRegistration.kubeletExtraArgs node-ip: %s,<%s>)", podSubnet, family, first, first, family)
+	}
+	arg := kubeadmv1.Arg{Name: "node-ip", Value: first + "," + other}
+	if idx >= 0 {
+		reg.KubeletExtraArgs[idx] = arg
+	} else {
+		reg.KubeletExtraArgs = append(reg.KubeletExtraArgs, arg)
+	}
 	return nil
 }
 
@@ -170,9 +240,6 @@ func (c *Config) DefaultInit(h Host) error {
 	c.Init.NodeRegistration.CRISocket = defaultCRISocket(c.Init.NodeRegistration.CRISocket)
 	if c.Init.LocalAPIEndpoint.AdvertiseAddress == "" {
 		c.Init.LocalAPIEndpoint.AdvertiseAddress = h.DefaultIP
-	}
-	if err := DualStackNodeIP(&c.Init.NodeRegistration, c.Init.LocalAPIEndpoint.AdvertiseAddress, c.Cluster.Networking.PodSubnet, h); err != nil {
-		return err
 	}
 	for i := range c.Init.BootstrapTokens {
 		if c.Init.BootstrapTokens[i].Token != nil {

@@ -3,6 +3,8 @@ package config
 import (
 	"strings"
 	"testing"
+
+	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 )
 
 func TestPodNetwork(t *testing.T) {
@@ -32,48 +34,63 @@ func TestPodNetwork(t *testing.T) {
 
 // A dual-stack cluster's node gets its address of each family, as
 // kubeadm's users write it (kubeletExtraArgs node-ip "v4,v6"): the
-// advertised one first, then the host's default route's of the other
-// family; a node-ip given is kept; a host without the other family is
-// told what to give.
+// advertised one first, then the host's of the other family on the same
+// interface, else on that family's default route; a node-ip of both
+// families is kept, one of a single family completed (apply gives
+// workers their address alone); a host without the other family is told
+// what to give; a single-stack network gets nothing.
 func TestDualStackNodeIP(t *testing.T) {
-	doc := `apiVersion: kubeadm.k8s.io/v1beta4
-kind: ClusterConfiguration
-networking:
-  podSubnet: 10.244.0.0/16,fd00:10:244::/56
-  serviceSubnet: 10.96.0.0/16,fd00:10:96::/112
-`
-	h := Host{Hostname: "a", DefaultIP: "10.0.0.2", DefaultIPv4: "10.0.0.2", DefaultIPv6: "fd00:1::2"}
-	c, err := Parse("t.yaml", []byte(doc))
-	if err != nil {
-		t.Fatal(err)
+	const dual = "10.244.0.0/16,fd00:10:244::/56"
+	h := Host{Hostname: "a", DefaultIP: "10.0.0.2", DefaultIPv4: "10.0.0.2", DefaultIPv6: "fd00:1::2",
+		Siblings: map[string][]string{"10.1.0.2": {"fd00:9::2"}, "fd00:9::2": {"10.1.0.2"}}}
+	nodeIP := func(reg *kubeadmv1.NodeRegistrationOptions) string {
+		for _, a := range reg.KubeletExtraArgs {
+			if a.Name == "node-ip" {
+				return a.Value
+			}
+		}
+		return ""
 	}
-	if err := c.DefaultInit(h); err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name, advertise, given, want string
+	}{
+		{"default route's", "10.0.0.2", "", "10.0.0.2,fd00:1::2"},
+		{"same interface first", "10.1.0.2", "", "10.1.0.2,fd00:9::2"},
+		{"IPv6 advertised", "fd00:9::2", "", "fd00:9::2,10.1.0.2"},
+		{"both given: kept", "10.0.0.2", "10.0.0.2,fd00:7::7", "10.0.0.2,fd00:7::7"},
+		{"one given: completed", "10.0.0.2", "10.1.0.2", "10.1.0.2,fd00:9::2"},
+	} {
+		reg := &kubeadmv1.NodeRegistrationOptions{}
+		if tc.given != "" {
+			reg.KubeletExtraArgs = []kubeadmv1.Arg{{Name: "node-ip", Value: tc.given}}
+		}
+		if err := DualStackNodeIP(reg, tc.advertise, dual, h); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if got := nodeIP(reg); got != tc.want || len(reg.KubeletExtraArgs) != 1 {
+			t.Errorf("%s: node-ip %q (%d args), want %q", tc.name, got, len(reg.KubeletExtraArgs), tc.want)
+		}
 	}
-	if err := c.Validate(); err != nil {
-		t.Fatalf("dual-stack refused: %v", err)
-	}
-	args := c.Init.NodeRegistration.KubeletExtraArgs
-	if len(args) != 1 || args[0].Name != "node-ip" || args[0].Value != "10.0.0.2,fd00:1::2" {
-		t.Errorf("node-ip: %+v", args)
-	}
-	// Given: kept.
-	c, _ = Parse("t.yaml", []byte(doc+"---\napiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nnodeRegistration:\n  kubeletExtraArgs:\n  - name: node-ip\n    value: 10.0.0.2,fd00:9::9\n"))
-	if err := c.DefaultInit(h); err != nil {
-		t.Fatal(err)
-	}
-	if args := c.Init.NodeRegistration.KubeletExtraArgs; len(args) != 1 || args[0].Value != "10.0.0.2,fd00:9::9" {
-		t.Errorf("given node-ip changed: %+v", args)
-	}
-	// No IPv6 on this host.
-	c, _ = Parse("t.yaml", []byte(doc))
-	err = c.DefaultInit(Host{Hostname: "a", DefaultIP: "10.0.0.2", DefaultIPv4: "10.0.0.2"})
+	reg := &kubeadmv1.NodeRegistrationOptions{}
+	err := DualStackNodeIP(reg, "10.0.0.2", dual, Host{DefaultIPv4: "10.0.0.2"})
 	if err == nil || !strings.Contains(err.Error(), "no IPv6 address") || !strings.Contains(err.Error(), "node-ip: 10.0.0.2,<IPv6>") {
 		t.Errorf("host without IPv6: %v", err)
 	}
-	// Single-stack: nothing added.
-	c, _ = Parse("t.yaml", []byte("apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\n"))
-	if err := c.DefaultInit(h); err != nil || len(c.Init.NodeRegistration.KubeletExtraArgs) != 0 {
-		t.Errorf("single-stack: %v %+v", err, c.Init.NodeRegistration.KubeletExtraArgs)
+	reg = &kubeadmv1.NodeRegistrationOptions{}
+	if err := DualStackNodeIP(reg, "10.0.0.2", "10.244.0.0/16", h); err != nil || len(reg.KubeletExtraArgs) != 0 {
+		t.Errorf("single-stack: %v %+v", err, reg.KubeletExtraArgs)
+	}
+	// Defaulting alone (certs, config, restore's checks) adds nothing: a
+	// host without IPv6 can still renew a dual-stack cluster's certs.
+	c, err := Parse("t.yaml", []byte("apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\nnetworking:\n  podSubnet: "+dual+"\n  serviceSubnet: 10.96.0.0/16,fd00:10:96::/112\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.DefaultInit(Host{Hostname: "a", DefaultIP: "10.0.0.2"}); err != nil || len(c.Init.NodeRegistration.KubeletExtraArgs) != 0 {
+		t.Errorf("DefaultInit on a host without IPv6: %v %+v", err, c.Init.NodeRegistration.KubeletExtraArgs)
+	}
+	if err := c.Validate(); err != nil {
+		t.Errorf("dual-stack refused: %v", err)
 	}
 }

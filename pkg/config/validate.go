@@ -147,6 +147,12 @@ func validateNetworking(n *kubeadmv1.Networking, p *field.Path) field.ErrorList 
 			errs = append(errs, field.Invalid(p.Child("serviceSubnet"), n.ServiceSubnet,
 				"a dual-stack pod network needs a dual-stack service network: give one CIDR of each family, as podSubnet (e.g. 10.96.0.0/16,fd00:10:96::/112)"))
 		}
+		if len(pods) == 1 && len(svc) == 1 && netutils.IsIPv6CIDR(pods[0]) != netutils.IsIPv6CIDR(svc[0]) {
+			// The engines police and route one family: kube-router
+			// refuses a Service network of another.
+			errs = append(errs, field.Invalid(p.Child("serviceSubnet"), n.ServiceSubnet,
+				fmt.Sprintf("is not of the pod network's family (%s): give a service network of the same family (e.g. fd00:10:96::/112 with an IPv6 pod network), or one of each for dual-stack", n.PodSubnet)))
+		}
 		if len(pods) == 1 && len(svc) == 2 {
 			errs = append(errs, field.Invalid(p.Child("podSubnet"), n.PodSubnet,
 				"a dual-stack service network needs a dual-stack pod network: give one CIDR of each family, as serviceSubnet (e.g. 10.244.0.0/16,fd00:10:244::/56)"))

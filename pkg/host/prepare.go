@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/vishvananda/netlink"
+
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
 
@@ -81,10 +83,30 @@ var (
 	Filesystems = "/proc/filesystems"
 	// IPTablesMatches lists the iptables matches the kernel has.
 	IPTablesMatches = "/proc/net/ip_tables_matches"
+	// LinksOfKind counts this network namespace's links of a kind
+	// ("vxlan", "wireguard").
+	LinksOfKind = linksOfKind
 	// Modprobe and Rmmod load and unload a kernel module.
 	Modprobe = func(args ...string) error { return run("modprobe", args...) }
 	Rmmod    = func(name string) error { return run("rmmod", name) }
 )
+
+// linkModules are the modules that provide a kind of network link.
+var linkModules = map[string]bool{"vxlan": true, "wireguard": true}
+
+func linksOfKind(kind string) int {
+	links, err := netlink.LinkList()
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, l := range links {
+		if l.Type() == kind {
+			n++
+		}
+	}
+	return n
+}
 
 func run(name string, args ...string) error {
 	out, err := exec.Command(name, args...).CombinedOutput()
@@ -318,6 +340,13 @@ func Undo(fs fsys.FS, logf func(string, ...any)) {
 		for i := len(left) - 1; i >= 0; i-- {
 			m := left[i]
 			if !ModuleLoaded(m) {
+				continue
+			}
+			// A link does not hold its module: unloading vxlan or
+			// wireguard would delete every link of its kind, another
+			// program's too (a VPN, an overlay made after init).
+			if linkModules[m] && LinksOfKind(m) > 0 {
+				logf("WARNING: the kernel module %s stays loaded: %d %s link(s) of another program use it", m, LinksOfKind(m), m)
 				continue
 			}
 			if fs.DryRun() {

@@ -174,6 +174,22 @@ func TestPreparePodNetwork(t *testing.T) {
 	if !strings.Contains(string(b), "net.ipv6.conf.all.forwarding = 1") {
 		t.Errorf("IPv6 forwarding not persisted:\n%s", b)
 	}
+	// A VXLAN link of another program's keeps vxlan loaded.
+	oldL := LinksOfKind
+	t.Cleanup(func() { LinksOfKind = oldL })
+	LinksOfKind = func(kind string) int {
+		if kind == "vxlan" {
+			return 1
+		}
+		return 0
+	}
+	var lines []string
+	Undo(fs, func(f string, a ...any) { lines = append(lines, fmt.Sprintf(f, a...)) })
+	if !k.loaded("vxlan") || !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, "vxlan stays loaded") }) {
+		t.Errorf("vxlan unloaded under another program's link: %q", lines)
+	}
+	LinksOfKind = func(string) int { return 0 }
+	os.WriteFile(fs.Path(RecordFile), []byte(`{"modules":["vxlan","xt_set"],"sysctls":{"net.ipv6.conf.all.forwarding":"0"}}`), 0o600)
 	Undo(fs, func(string, ...any) {})
 	if k.loaded("vxlan") || k.loaded("xt_set") || !k.loaded("ip_set") {
 		t.Error("Undo did not take back exactly the modules it loaded")
