@@ -31,6 +31,22 @@ var ipsetPrefixes = []string{"KUBE-SRC-", "KUBE-DST-", "TMP-"}
 // host-gw (or kubeboot's network agent of before) added, and
 // kube-router's ipsets.
 func PodNetwork(podSubnets []string, out io.Writer) {
+	// The pods' veths still on the bridge: a stopped sandbox's network
+	// namespace is freed by the kernel later (asynchronously), and its
+	// veth outlives the bridge, unattached, until then.
+	if br, err := netlink.LinkByName(PodNetworkLinks[0]); err == nil {
+		if links, err := netlink.LinkList(); err == nil {
+			n := 0
+			for _, l := range links {
+				if l.Attrs().MasterIndex == br.Attrs().Index && netlink.LinkDel(l) == nil {
+					n++
+				}
+			}
+			if n > 0 {
+				fmt.Fprintf(out, "[reset] Removed %d pod links left on %s\n", n, br.Attrs().Name)
+			}
+		}
+	}
 	for _, l := range PodNetworkLinks {
 		DeleteLink(l, out)
 	}
