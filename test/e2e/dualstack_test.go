@@ -28,20 +28,6 @@ spec:
   ports: [{port: 80, targetPort: 9090}]
 `
 
-// familyClientPod is clientPod with the label the Service selects.
-const familyClientPod = `apiVersion: v1
-kind: Pod
-metadata: {name: client-%[2]s, namespace: default, labels: {role: client}}
-spec:
-  nodeName: %[2]s
-  tolerations: [{operator: Exists}]
-  containers:
-  - name: client
-    image: %[1]s
-    imagePullPolicy: IfNotPresent
-    args: ["--port", "9090"]
-`
-
 // clientsDenied denies every ingress to the client pods.
 const clientsDenied = `apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
@@ -146,7 +132,7 @@ func testStack(t *testing.T, c stackCase) {
 
 	app := fmt.Sprintf(familyService, c.policy)
 	for n := range nodes {
-		app += "---\n" + fmt.Sprintf(familyClientPod, images.TestServer, n)
+		app += "---\n" + fmt.Sprintf(clientPod, images.TestServer, n)
 	}
 	f := filepath.Join(cp.Root, "app.yaml")
 	os.WriteFile(f, []byte(app), 0o644)

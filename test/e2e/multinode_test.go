@@ -81,7 +81,7 @@ spec:
 
 const clientPod = `apiVersion: v1
 kind: Pod
-metadata: {name: client-%[2]s, namespace: default}
+metadata: {name: client-%[2]s, namespace: default, labels: {role: client}}
 spec:
   nodeName: %[2]s
   tolerations: [{operator: Exists}]
