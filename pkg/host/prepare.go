@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
@@ -59,7 +60,7 @@ func (n Needs) With(p PodNetwork) Needs {
 		n.Modules = append(n.Modules, "ip_set", "xt_set")
 	}
 	if p.IPv6 {
-		n.Sysctls = append(n.Sysctls, "net.ipv6.conf.all.forwarding")
+		n.Sysctls = append(n.Sysctls, ipv6Forwarding)
 	}
 	return n
 }
@@ -86,6 +87,9 @@ var (
 	// LinksOfKind counts this network namespace's links of a kind
 	// ("vxlan", "wireguard").
 	LinksOfKind = linksOfKind
+	// RAInterfaces lists the interfaces this network namespace's IPv6
+	// default routes leave by that came from router advertisements.
+	RAInterfaces = raInterfaces
 	// Modprobe and Rmmod load and unload a kernel module.
 	Modprobe = func(args ...string) error { return run("modprobe", args...) }
 	Rmmod    = func(name string) error { return run("rmmod", name) }
@@ -106,6 +110,85 @@ func linksOfKind(kind string) int {
 		}
 	}
 	return n
+}
+
+// ipv6Forwarding is the sysctl that makes the node route IPv6.
+const ipv6Forwarding = "net.ipv6.conf.all.forwarding"
+
+func raInterfaces() []string {
+	routes, err := netlink.RouteListFiltered(netlink.FAMILY_V6, &netlink.Route{Protocol: unix.RTPROT_RA}, netlink.RT_FILTER_PROTOCOL)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	add := func(index int) {
+		if l, err := netlink.LinkByIndex(index); err == nil && !slices.Contains(names, l.Attrs().Name) {
+			names = append(names, l.Attrs().Name)
+		}
+	}
+	for _, r := range routes {
+		if r.Dst != nil {
+			if ones, _ := r.Dst.Mask.Size(); ones != 0 {
+				continue
+			}
+		}
+		add(r.LinkIndex)
+		for _, h := range r.MultiPath {
+			add(h.LinkIndex)
+		}
+	}
+	return names
+}
+
+// acceptRA is the sysctl that says whether an interface takes router
+// advertisements, in the slash form where the interface's name has a dot
+// (a VLAN's eth0.100), as sysctl.d reads it.
+func acceptRA(iface string) string {
+	if strings.Contains(iface, ".") {
+		return "net/ipv6/conf/" + iface + "/accept_ra"
+	}
+	return "net.ipv6.conf." + iface + ".accept_ra"
+}
+
+// keepRouterAdvertisements sets accept_ra to 2 on the interfaces whose IPv6
+// default route came from router advertisements (SLAAC hosts, many clouds):
+// the kernel deletes such routes the moment forwarding is turned on, and
+// takes no more advertisements, unless accept_ra is 2 (Talos and hybridnet
+// do the same; k3s documents it for its users to do by hand). An interface
+// at 0 is left alone: its advertisements are someone else's (networkd's).
+// It returns the sysctls kubeboot set to 2, to persist.
+func keepRouterAdvertisements(fs fsys.FS, rec *Record, logf func(string, ...any)) ([]string, error) {
+	var set []string
+	for _, iface := range RAInterfaces() {
+		s := acceptRA(iface)
+		old, err := readSysctl(s)
+		if err != nil {
+			continue
+		}
+		if _, ours := rec.Sysctls[s]; old == "2" && ours {
+			set = append(set, s)
+			continue
+		}
+		if old != "1" {
+			continue
+		}
+		if fs.DryRun() {
+			logf("[dryrun] Would set %s = 2 (it is 1): the IPv6 default route via %s comes from router advertisements", s, iface)
+			continue
+		}
+		if err := os.WriteFile(SysctlPath(s), []byte("2"), 0o644); err != nil {
+			return nil, fmt.Errorf("setting sysctl %s: %w", s, err)
+		}
+		logf("Set %s = 2 (it was 1): the IPv6 default route via %s comes from router advertisements, which the kernel drops on a forwarding host unless accept_ra is 2", s, iface)
+		if rec.Sysctls == nil {
+			rec.Sysctls = map[string]string{}
+		}
+		if _, ok := rec.Sysctls[s]; !ok {
+			rec.Sysctls[s] = old
+		}
+		set = append(set, s)
+	}
+	return set, nil
 }
 
 func run(name string, args ...string) error {
@@ -159,8 +242,12 @@ func ModuleLoaded(name string) bool {
 	return false
 }
 
-// SysctlPath is the /proc/sys file of a sysctl.
+// SysctlPath is the /proc/sys file of a sysctl, named with dots or, where
+// a part has a dot of its own, with slashes.
 func SysctlPath(name string) string {
+	if strings.Contains(name, "/") {
+		return filepath.Join(ProcSys, name)
+	}
 	return filepath.Join(ProcSys, strings.ReplaceAll(name, ".", "/"))
 }
 
@@ -212,6 +299,14 @@ func Prepare(fs fsys.FS, need Needs, logf func(string, ...any)) error {
 			}
 		}
 	}
+	// Before forwarding is on: turning it on deletes the routes.
+	var raSysctls []string
+	if slices.Contains(need.Sysctls, ipv6Forwarding) {
+		var err error
+		if raSysctls, err = keepRouterAdvertisements(fs, &rec, logf); err != nil {
+			return err
+		}
+	}
 	for _, s := range need.Sysctls {
 		old, err := readSysctl(s)
 		if err != nil {
@@ -242,7 +337,7 @@ func Prepare(fs fsys.FS, need Needs, logf func(string, ...any)) error {
 		file, content string
 	}{
 		{ModulesLoadFile, "# Written by kubeboot init/join: the kernel modules a Kubernetes node needs.\n# kubeboot reset removes this file.\n" + strings.Join(need.Modules, "\n") + "\n"},
-		{SysctlFile, "# Written by kubeboot init/join: the sysctls a Kubernetes node needs.\n# kubeboot reset removes this file.\n" + sysctlLines(need.Sysctls)},
+		{SysctlFile, "# Written by kubeboot init/join: the sysctls a Kubernetes node needs.\n# kubeboot reset removes this file.\n" + sysctlLines(raSysctls, "2") + sysctlLines(need.Sysctls, "1")},
 	}
 	for _, p := range persist {
 		if b, err := os.ReadFile(fs.Path(p.file)); err == nil && string(b) == p.content {
@@ -273,10 +368,10 @@ func Prepare(fs fsys.FS, need Needs, logf func(string, ...any)) error {
 	return fs.WriteFile(RecordFile, b, 0o600)
 }
 
-func sysctlLines(sysctls []string) string {
+func sysctlLines(sysctls []string, value string) string {
 	var b strings.Builder
 	for _, s := range sysctls {
-		b.WriteString(s + " = 1\n")
+		b.WriteString(s + " = " + value + "\n")
 	}
 	return b.String()
 }

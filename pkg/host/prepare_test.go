@@ -29,8 +29,9 @@ func newFakeKernel(t *testing.T, loaded ...string) *fakeKernel {
 	k := &fakeKernel{t: t, modules: filepath.Join(dir, "module"), proc: filepath.Join(dir, "sys"), busy: map[string]bool{}}
 	oldM, oldP, oldF, oldProbe, oldRm := ModuleDir, ProcSys, Filesystems, Modprobe, Rmmod
 	t.Cleanup(func() { ModuleDir, ProcSys, Filesystems, Modprobe, Rmmod = oldM, oldP, oldF, oldProbe, oldRm })
-	oldT := IPTablesMatches
-	t.Cleanup(func() { IPTablesMatches = oldT })
+	oldT, oldRA := IPTablesMatches, RAInterfaces
+	t.Cleanup(func() { IPTablesMatches, RAInterfaces = oldT, oldRA })
+	RAInterfaces = func() []string { return nil }
 	ModuleDir, ProcSys, Filesystems, IPTablesMatches = k.modules, k.proc, filepath.Join(dir, "filesystems"), filepath.Join(dir, "ip_tables_matches")
 	os.MkdirAll(k.modules, 0o755)
 	k.write("net.ipv4.ip_forward", "0")
@@ -286,4 +287,51 @@ func ownRoot(t *testing.T, dir string) fsys.FS {
 	t.Cleanup(func() { MachineRoot = old })
 	MachineRoot = dir
 	return fsys.NewRoot(dir)
+}
+
+// An interface whose IPv6 default route came from router advertisements
+// gets accept_ra 2 before forwarding is turned on, persisted first and
+// undone; one at 0 (networkd takes the advertisements) is left alone.
+func TestPrepareKeepsRouterAdvertisements(t *testing.T) {
+	k := newFakeKernel(t)
+	k.write(ipv6Forwarding, "0")
+	k.write("net.ipv6.conf.eth0.accept_ra", "1")
+	k.write("net/ipv6/conf/eth0.100/accept_ra", "1")
+	k.write("net.ipv6.conf.eth1.accept_ra", "0")
+	calls := 0
+	RAInterfaces = func() []string {
+		// Forwarding already on would have deleted the routes.
+		if calls++; calls == 1 && k.read(ipv6Forwarding) != "0" {
+			t.Error("forwarding turned on before accept_ra was set")
+		}
+		return []string{"eth0", "eth0.100", "eth1"}
+	}
+	fs := ownRoot(t, t.TempDir())
+	need := Needs{Sysctls: []string{ipv6Forwarding}}
+	if err := Prepare(fs, need, func(string, ...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	for s, want := range map[string]string{"net.ipv6.conf.eth0.accept_ra": "2", "net/ipv6/conf/eth0.100/accept_ra": "2", "net.ipv6.conf.eth1.accept_ra": "0", ipv6Forwarding: "1"} {
+		if got := k.read(s); got != want {
+			t.Errorf("%s = %s, want %s", s, got, want)
+		}
+	}
+	b, _ := os.ReadFile(fs.Path(SysctlFile))
+	want := "net.ipv6.conf.eth0.accept_ra = 2\nnet/ipv6/conf/eth0.100/accept_ra = 2\nnet.ipv6.conf.all.forwarding = 1\n"
+	if !strings.HasSuffix(string(b), want) {
+		t.Errorf("%s:\n%s\nwant it to end with\n%s", SysctlFile, b, want)
+	}
+	// A second init keeps them, and their values from before.
+	if err := Prepare(fs, need, func(string, ...any) {}); err != nil {
+		t.Fatal(err)
+	}
+	if b2, _ := os.ReadFile(fs.Path(SysctlFile)); string(b2) != string(b) {
+		t.Errorf("the second init persisted\n%s", b2)
+	}
+	Undo(fs, func(string, ...any) {})
+	for s, want := range map[string]string{"net.ipv6.conf.eth0.accept_ra": "1", "net/ipv6/conf/eth0.100/accept_ra": "1", "net.ipv6.conf.eth1.accept_ra": "0", ipv6Forwarding: "0"} {
+		if got := k.read(s); got != want {
+			t.Errorf("after Undo %s = %s, want %s", s, got, want)
+		}
+	}
 }
