@@ -102,7 +102,8 @@ func TestConfigRules(t *testing.T) {
 		{"dual-stack pods, single-stack services", cluster("networking:\n  podSubnet: 10.244.0.0/16,fd00:10:244::/56\n"), []string{"networking.serviceSubnet", "dual-stack service network"}},
 		{"dual-stack services, single-stack pods", cluster("networking:\n  serviceSubnet: 10.96.0.0/16,fd00:10:96::/112\n"), []string{"networking.podSubnet", "dual-stack pod network"}},
 		{"IPv6 pods, IPv4 services", cluster("networking:\n  podSubnet: fd00:10:244::/56\n"), []string{"networking.serviceSubnet", "not of the pod network's family"}},
-		{"IPv6 pod subnet too small for /64 nodes", cluster("networking:\n  podSubnet: fd00:10:244::/96\n  serviceSubnet: fd00:10:96::/112\n"), []string{"networking.podSubnet", "/48 to /64"}},
+		{"IPv6 pod subnet too small for /64 nodes", cluster("networking:\n  podSubnet: fd00:10:244::/96\n  serviceSubnet: fd00:10:96::/112\n"), []string{"networking.podSubnet", "smaller than the size of node subnet with mask 64"}},
+		{"IPv6 pod subnet too large for /80 nodes", cluster("controllerManager:\n  extraArgs:\n  - {name: node-cidr-mask-size-ipv6, value: \"80\"}\nnetworking:\n  podSubnet: fd00:10:244::/56\n  serviceSubnet: fd00:10:96::/112\n"), []string{"networking.podSubnet", "difference is greater than 16"}},
 		{"CRI socket over TCP", init("nodeRegistration:\n  criSocket: tcp://10.0.0.1:10000\n"), []string{"nodeRegistration.criSocket", `only URL scheme "unix"`}},
 		{"CRI socket by relative path", init("nodeRegistration:\n  criSocket: unix://run/containerd.sock\n"), []string{"nodeRegistration.criSocket", "absolute path"}},
 		{"bad node name", init("nodeRegistration:\n  name: Node_A\n"), []string{"nodeRegistration.name"}},
@@ -202,5 +203,14 @@ func TestCRISocketWithoutScheme(t *testing.T) {
 	c.DefaultJoin(testHost)
 	if c.Join.NodeRegistration.CRISocket != DefaultCRISocket {
 		t.Errorf("join criSocket = %q, want the default", c.Join.NodeRegistration.CRISocket)
+	}
+}
+
+// The node subnets' size the controller-manager is given decides which
+// pod subnets fit, as kubeadm reads it.
+func TestPodSubnetFitsNodeMask(t *testing.T) {
+	doc := "apiVersion: kubeadm.k8s.io/v1beta4\nkind: ClusterConfiguration\ncontrollerManager:\n  extraArgs:\n  - {name: node-cidr-mask-size-ipv6, value: \"80\"}\nnetworking:\n  podSubnet: fd00:10:244::/72\n  serviceSubnet: fd00:10:96::/112\n"
+	if err := parseAndValidate(t, doc); err != nil {
+		t.Fatalf("a /72 IPv6 pod subnet cut into /80 node subnets refused: %v", err)
 	}
 }

@@ -157,14 +157,10 @@ func validateNetworking(n *kubeadmv1.Networking, p *field.Path) field.ErrorList 
 			errs = append(errs, field.Invalid(p.Child("podSubnet"), n.PodSubnet,
 				"a dual-stack service network needs a dual-stack pod network: give one CIDR of each family, as serviceSubnet (e.g. 10.244.0.0/16,fd00:10:244::/56)"))
 		}
-		for _, pc := range pods {
-			// The controller-manager gives each node a /64 of an IPv6 pod
-			// subnet and splits it by at most 16 bits.
-			if ones, bits := pc.Mask.Size(); bits == 128 && (ones > 64 || ones < 48) {
-				errs = append(errs, field.Invalid(p.Child("podSubnet"), n.PodSubnet,
-					fmt.Sprintf("%s: an IPv6 pod subnet is split into one /64 per node, by at most 16 bits: give a /48 to /64", pc)))
-			}
-		}
+		// A pod subnet too small or too large for the node subnets the
+		// controller-manager cuts from it (a /24 or /64 each unless
+		// node-cidr-mask-size-ipv4/-ipv6 says otherwise) is kubeadm's
+		// check (ValidatePodSubnetNodeMask).
 		for _, pc := range pods {
 			for _, sc := range svc {
 				if pc.Contains(sc.IP) || sc.Contains(pc.IP) {
