@@ -96,6 +96,22 @@ func run(args []string) int {
 	return 0
 }
 
+// ipv6Underlay is what an outer IPv6 header takes beyond an IPv4 one.
+const ipv6Underlay = 20
+
+// withMTU sets the link MTU in flannel's backend configuration (VXLAN's
+// "MTU", the underlay's, of which flannel takes its overhead).
+func withMTU(backend json.RawMessage, mtu int) (json.RawMessage, error) {
+	c := map[string]any{}
+	if len(backend) > 0 {
+		if err := json.Unmarshal(backend, &c); err != nil {
+			return nil, fmt.Errorf("flannel's backend configuration: %w", err)
+		}
+	}
+	c["MTU"] = mtu
+	return json.Marshal(c)
+}
+
 // netConf is flannel's net-conf.json for the cluster's pod network.
 func netConf(podSubnets, backendType string) ([]byte, error) {
 	c := map[string]any{"Backend": map[string]any{"Type": backendType}}
@@ -175,6 +191,18 @@ func (o options) run(ctx context.Context) error {
 	ext, err := ipmatch.LookupExtIface(byAddr, "", "", stack, ipmatch.PublicIPOpts{PublicIP: v4, PublicIPv6: v6})
 	if err != nil {
 		return fmt.Errorf("the interface of %s: %w", byAddr, err)
+	}
+	if config.EnableIPv6 && config.BackendType == "vxlan" {
+		// flannel takes VXLAN's 50 bytes off the link's MTU, what an IPv4
+		// underlay needs, and carries IPv6 pods over the node's IPv6
+		// address, where they need 70: told of a link 20 bytes narrower,
+		// its devices and the pods' MTU leave room for an outer IPv6
+		// header, and no packet needs fragmenting or a too-big round trip.
+		// The subnet manager hands this config to the backend again when
+		// it recreates a device.
+		if config.Backend, err = withMTU(config.Backend, ext.Iface.MTU-ipv6Underlay); err != nil {
+			return err
+		}
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()

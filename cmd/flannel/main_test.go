@@ -27,3 +27,17 @@ func TestNetConf(t *testing.T) {
 		t.Error("a subnet without a prefix length: no error")
 	}
 }
+
+func TestWithMTU(t *testing.T) {
+	b, err := withMTU([]byte(`{"Type":"vxlan","VNI":4}`), 1380)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c map[string]any
+	if err := json.Unmarshal(b, &c); err != nil || c["Type"] != "vxlan" || c["VNI"] != 4.0 || c["MTU"] != 1380.0 {
+		t.Errorf("withMTU: %s (%v)", b, err)
+	}
+	if b, err := withMTU(nil, 1430); err != nil || string(b) != `{"MTU":1430}` {
+		t.Errorf("withMTU(nil): %s (%v)", b, err)
+	}
+}

@@ -56,17 +56,27 @@ func (p PodNetwork) FlannelType() string {
 }
 
 // Overhead is what the backend's encapsulation takes off the node
-// interface's MTU for the pods: flannel's own figures (its vxlan and
-// wireguard backends), which flannel's CNI configuration uses.
-func (p PodNetwork) Overhead() int {
+// interface's MTU for the pods: flannel's figures (50 for VXLAN over IPv4:
+// outer IPv4, UDP, VXLAN and Ethernet headers; 80 for wireguard), and 70
+// for VXLAN when the pod network has IPv6, which flannel carries over the
+// node's IPv6 address (an outer IPv6 header is 20 bytes longer; flannel
+// itself takes 50 there too and leaves the rest to fragmentation).
+func (p PodNetwork) Overhead(ipv6 bool) int {
 	switch p.Backend {
 	case BackendVXLAN:
+		if ipv6 {
+			return VXLANOverheadIPv6
+		}
 		return 50
 	case BackendWireGuard:
 		return 80
 	}
 	return 0
 }
+
+// VXLANOverheadIPv6 is VXLAN's overhead over IPv6: outer IPv6 (40), UDP
+// (8), VXLAN (8) and Ethernet (14) headers.
+const VXLANOverheadIPv6 = 70
 
 // ConfigMap data keys of the stored PodNetwork.
 const (

@@ -9,7 +9,7 @@ import (
 
 func TestPodNetwork(t *testing.T) {
 	d := DefaultPodNetwork()
-	if d.Backend != BackendVXLAN || !d.NetworkPolicy || !d.Flannel() || d.Overhead() != 50 {
+	if d.Backend != BackendVXLAN || !d.NetworkPolicy || !d.Flannel() || d.Overhead(false) != 50 || d.Overhead(true) != 70 {
 		t.Errorf("default %+v", d)
 	}
 	if err := (PodNetwork{Backend: "calico"}).Validate(); err == nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -154,6 +155,25 @@ func testStack(t *testing.T, c stackCase) {
 				t.Errorf("pod on %s: podIPs %v (families %s, want %s)", n, ips[n], got, c.want)
 			}
 			t.Logf("pod on %s: %v", n, ips[n])
+		}
+	})
+
+	// The overlay carries IPv6 pods over the nodes' IPv6 addresses: an
+	// outer IPv6 header leaves the pods 70 bytes less than the link.
+	t.Run("pods' MTU leaves room for VXLAN over IPv6", func(t *testing.T) {
+		want := linkMTU - vxlanOverheadIPv6
+		for n, h := range nodes {
+			out, err := testServerIn(cp, "default", "client-"+n, "--mtu", "eth0")
+			if err != nil || out != strconv.Itoa(want) {
+				t.Errorf("eth0 of a pod on %s: MTU %q (%v), want %d (the node's %d less VXLAN over IPv6's %d)", n, out, err, want, linkMTU, vxlanOverheadIPv6)
+			}
+			vx := vxlanLinks(t, h)
+			for l, mtu := range vx {
+				if mtu != want {
+					t.Errorf("node %s: VXLAN link %s has MTU %d, want %d", n, l, mtu, want)
+				}
+			}
+			t.Logf("node %s: pod eth0 MTU %s, VXLAN links %v", n, out, vx)
 		}
 	})
 

@@ -24,6 +24,9 @@ const (
 	// takes of the node's MTU: outer IPv4, UDP, VXLAN and Ethernet headers.
 	vxlanOverhead = 50
 	podMTU        = linkMTU - vxlanOverhead
+	// vxlanOverheadIPv6 is VXLAN's over an IPv6 underlay (an outer IPv6
+	// header is 20 bytes longer), which carries IPv6 pod networks.
+	vxlanOverheadIPv6 = 70
 	// transferBytes is enough full-size segments that a path which loses
 	// them cannot pass by luck.
 	transferBytes = 8 << 20

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/markcontrolplane"
+	netutils "k8s.io/utils/net"
 
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/bootstrap"
@@ -66,7 +68,7 @@ func (d *Data) writeFirstCNIConfig() error {
 	if mtu == 0 {
 		return nil // flannel writes it, from the interface it finds
 	}
-	mtu -= d.Cfg.PodNetwork.Overhead()
+	mtu -= d.Cfg.PodNetwork.Overhead(slices.ContainsFunc(subnets, netutils.IsIPv6CIDRString))
 	conf, err := node.CNIConfList(d.FS, subnets, mtu)
 	if err != nil {
 		return err
