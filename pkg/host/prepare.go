@@ -116,7 +116,13 @@ func linksOfKind(kind string) int {
 const ipv6Forwarding = "net.ipv6.conf.all.forwarding"
 
 func raInterfaces() []string {
-	routes, err := netlink.RouteListFiltered(netlink.FAMILY_V6, &netlink.Route{Protocol: unix.RTPROT_RA}, netlink.RT_FILTER_PROTOCOL)
+	// Every table (the kernel deletes a VRF's too); a dump that a route
+	// change interrupted is read again.
+	var routes []netlink.Route
+	var err error = netlink.ErrDumpInterrupted
+	for try := 0; try < 5 && errors.Is(err, netlink.ErrDumpInterrupted); try++ {
+		routes, err = netlink.RouteListFiltered(netlink.FAMILY_V6, &netlink.Route{Protocol: unix.RTPROT_RA, Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_PROTOCOL|netlink.RT_FILTER_TABLE)
+	}
 	if err != nil {
 		return nil
 	}
