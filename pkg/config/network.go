@@ -2,8 +2,39 @@ package config
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+
+	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 )
+
+// NodeMaskSizes are the sizes of the pod subnets the controller-manager
+// cuts for each node, IPv4 and IPv6: /24 and /64 unless its extra args
+// say otherwise, read as its node IPAM reads them (node-cidr-mask-size on
+// a single-stack network, else node-cidr-mask-size-ipv4 and -ipv6). A
+// value that is not a number is validation's to refuse, and left out here.
+func NodeMaskSizes(c *kubeadmv1.ClusterConfiguration) (v4, v6 int) {
+	v4, v6 = 24, 64
+	arg := func(name string) int {
+		n := 0
+		for _, a := range c.ControllerManager.ExtraArgs {
+			if a.Name == name {
+				n, _ = strconv.Atoi(a.Value)
+			}
+		}
+		return n
+	}
+	if n := arg("node-cidr-mask-size"); n > 0 && !strings.Contains(c.Networking.PodSubnet, ",") {
+		return n, n
+	}
+	if n := arg("node-cidr-mask-size-ipv4"); n > 0 {
+		v4 = n
+	}
+	if n := arg("node-cidr-mask-size-ipv6"); n > 0 {
+		v6 = n
+	}
+	return v4, v6
+}
 
 // PodNetwork is kubeboot's own choice of pod network engines, from init's
 // flags (as k3s's --flannel-backend and --disable-network-policy): no

@@ -94,3 +94,28 @@ func TestDualStackNodeIP(t *testing.T) {
 		t.Errorf("dual-stack refused: %v", err)
 	}
 }
+
+func TestNodeMaskSizes(t *testing.T) {
+	args := func(kv ...string) *kubeadmv1.ClusterConfiguration {
+		c := &kubeadmv1.ClusterConfiguration{Networking: kubeadmv1.Networking{PodSubnet: "10.244.0.0/16"}}
+		for i := 0; i < len(kv); i += 2 {
+			c.ControllerManager.ExtraArgs = append(c.ControllerManager.ExtraArgs, kubeadmv1.Arg{Name: kv[i], Value: kv[i+1]})
+		}
+		return c
+	}
+	dual := args("node-cidr-mask-size-ipv6", "80", "node-cidr-mask-size", "20")
+	dual.Networking.PodSubnet = "10.244.0.0/16,fd00:10:244::/56"
+	for name, tc := range map[string]struct {
+		c      *kubeadmv1.ClusterConfiguration
+		v4, v6 int
+	}{
+		"defaults":                         {args(), 24, 64},
+		"node-cidr-mask-size, one family":  {args("node-cidr-mask-size", "26"), 26, 26},
+		"per family":                       {args("node-cidr-mask-size-ipv4", "25", "node-cidr-mask-size-ipv6", "80"), 25, 80},
+		"dual-stack ignores the plain one": {dual, 24, 80},
+	} {
+		if v4, v6 := NodeMaskSizes(tc.c); v4 != tc.v4 || v6 != tc.v6 {
+			t.Errorf("%s: /%d and /%d, want /%d and /%d", name, v4, v6, tc.v4, tc.v6)
+		}
+	}
+}

@@ -18,9 +18,9 @@ func CNIConfList(fs fsys.FS, subnets []string, mtu int) ([]byte, error) {
 }
 
 // FirstNodeSubnets are the pod subnets the controller-manager's range
-// allocator gives the first node: the first /24 (IPv4) and /64 (IPv6) of
-// each of the pod network's subnets, its default node mask sizes.
-func FirstNodeSubnets(podSubnet string) ([]string, error) {
+// allocator gives the first node: the first /maskV4 (IPv4) and /maskV6
+// (IPv6) of each of the pod network's subnets (config.NodeMaskSizes).
+func FirstNodeSubnets(podSubnet string, maskV4, maskV6 int) ([]string, error) {
 	var out []string
 	for _, s := range strings.Split(podSubnet, ",") {
 		_, n, err := net.ParseCIDR(strings.TrimSpace(s))
@@ -28,9 +28,9 @@ func FirstNodeSubnets(podSubnet string) ([]string, error) {
 			return nil, fmt.Errorf("pod subnet %q: %w", podSubnet, err)
 		}
 		ones, bits := n.Mask.Size()
-		size := 24
+		size := maskV4
 		if bits == 128 {
-			size = 64
+			size = maskV6
 		}
 		if ones > size {
 			size = ones

@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/bootstrap"
+	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/node"
 )
@@ -59,7 +60,8 @@ func (d *Data) writeFirstCNIConfig() error {
 	if !r.RunsFlannel() {
 		return nil
 	}
-	subnets, err := node.FirstNodeSubnets(d.Cfg.Cluster.Networking.PodSubnet)
+	v4, v6 := config.NodeMaskSizes(d.Cfg.Cluster)
+	subnets, err := node.FirstNodeSubnets(d.Cfg.Cluster.Networking.PodSubnet, v4, v6)
 	if err != nil {
 		return err
 	}
