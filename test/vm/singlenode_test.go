@@ -74,12 +74,15 @@ spec:
 
 // serves checks, on the VM, that the web Service answers from the host
 // and from a pod by name, that the pod resolves cluster names, and that
-// logs and exec work.
+// logs and exec work. Under emulation each iptables command takes seconds
+// and flannel, kube-router and kube-proxy queue for the xtables lock after
+// a boot: the Service's rules have taken 136 s after its pods were Ready
+// (and over 300 s after a reboot, while kube-router made its first sync).
 const serves = kubectl + waitFor + `
 waitFor 300 "web and client Ready" k wait --for=condition=Ready pod -l app=web --timeout=20s
 waitFor 120 "client Ready" k wait --for=condition=Ready pod/client --timeout=20s
 ip=$(k get svc web -o jsonpath='{.spec.clusterIP}')
-waitFor 300 "Service answers the host" curl -fsS --max-time 3 "http://$ip/"
+waitFor 600 "Service answers the host" curl -fsS --max-time 3 "http://$ip/"
 waitFor 180 "DNS from a pod" k exec client -- /app --resolve kubernetes.default.svc.cluster.local
 waitFor 120 "Service by name from a pod" k exec client -- /app --get http://web.default.svc.cluster.local/
 pod=$(k get pod -l app=web -o jsonpath='{.items[0].metadata.name}')
