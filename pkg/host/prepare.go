@@ -182,19 +182,28 @@ func keepRouterAdvertisements(fs fsys.FS, rec *Record, logf func(string, ...any)
 			logf("[dryrun] Would set %s = 2 (it is 1): the IPv6 default route via %s comes from router advertisements", s, iface)
 			continue
 		}
-		if err := os.WriteFile(SysctlPath(s), []byte("2"), 0o644); err != nil {
-			return nil, fmt.Errorf("setting sysctl %s: %w", s, err)
+		if err := rec.setSysctl(s, "2", old); err != nil {
+			return nil, err
 		}
 		logf("Set %s = 2 (it was 1): the IPv6 default route via %s comes from router advertisements, which the kernel drops on a forwarding host unless accept_ra is 2", s, iface)
-		if rec.Sysctls == nil {
-			rec.Sysctls = map[string]string{}
-		}
-		if _, ok := rec.Sysctls[s]; !ok {
-			rec.Sysctls[s] = old
-		}
 		set = append(set, s)
 	}
 	return set, nil
+}
+
+// setSysctl sets a sysctl and records its value from before (the first
+// one: a second init keeps what the machine had), for Undo.
+func (rec *Record) setSysctl(name, value, old string) error {
+	if err := os.WriteFile(SysctlPath(name), []byte(value), 0o644); err != nil {
+		return fmt.Errorf("setting sysctl %s: %w", name, err)
+	}
+	if rec.Sysctls == nil {
+		rec.Sysctls = map[string]string{}
+	}
+	if _, ok := rec.Sysctls[name]; !ok {
+		rec.Sysctls[name] = old
+	}
+	return nil
 }
 
 func run(name string, args ...string) error {
@@ -325,16 +334,10 @@ func Prepare(fs fsys.FS, need Needs, logf func(string, ...any)) error {
 			logf("[dryrun] Would set %s = 1 (it is %s)", s, old)
 			continue
 		}
-		if err := os.WriteFile(SysctlPath(s), []byte("1"), 0o644); err != nil {
-			return fmt.Errorf("setting sysctl %s: %w", s, err)
+		if err := rec.setSysctl(s, "1", old); err != nil {
+			return err
 		}
 		logf("Set %s = 1 (it was %s)", s, old)
-		if rec.Sysctls == nil {
-			rec.Sysctls = map[string]string{}
-		}
-		if _, ok := rec.Sysctls[s]; !ok {
-			rec.Sysctls[s] = old
-		}
 	}
 	if !own {
 		return nil
