@@ -233,6 +233,10 @@ type Record struct {
 	Sysctls map[string]string `json:"sysctls,omitempty"`
 	// Files are the files kubeboot wrote to persist the changes.
 	Files []string `json:"files,omitempty"`
+	// AppArmorProfiles are the profiles the node's containerd loads that
+	// were not loaded before it (ContainerdAppArmorProfile, on an
+	// AppArmor host).
+	AppArmorProfiles []string `json:"appArmorProfiles,omitempty"`
 }
 
 // ModuleLoaded reports whether a kernel module is loaded, or built into
@@ -342,6 +346,9 @@ func Prepare(fs fsys.FS, need Needs, logf func(string, ...any)) error {
 	if !own {
 		return nil
 	}
+	if AppArmorConfinesContainers() && !AppArmorProfileLoaded(ContainerdAppArmorProfile) && !slices.Contains(rec.AppArmorProfiles, ContainerdAppArmorProfile) {
+		rec.AppArmorProfiles = append(rec.AppArmorProfiles, ContainerdAppArmorProfile)
+	}
 	persist := []struct {
 		file, content string
 	}{
@@ -396,7 +403,8 @@ func readRecord(fs fsys.FS, rec *Record) error {
 // Undo reverts what Prepare changed on this node's machine, as its record
 // says: it removes the files kubeboot wrote, sets the sysctls it changed
 // back and unloads the modules it loaded (a module something else uses
-// stays, with a warning). Without a record it does nothing.
+// stays, with a warning) and the AppArmor profile its containerd loaded,
+// unless a process still runs under it. Without a record it does nothing.
 func Undo(fs fsys.FS, logf func(string, ...any)) {
 	var rec Record
 	if err := readRecord(fs, &rec); err != nil {
@@ -473,6 +481,15 @@ func Undo(fs fsys.FS, logf func(string, ...any)) {
 		if err := errs[m]; err != nil {
 			logf("WARNING: the kernel module %s stays loaded (something else uses it): %v", m, err)
 		}
+	}
+	for _, p := range rec.AppArmorProfiles {
+		if fs.DryRun() {
+			if AppArmorProfileLoaded(p) {
+				logf("[dryrun] Would unload the AppArmor profile %s", p)
+			}
+			continue
+		}
+		unloadAppArmorProfile(p, logf)
 	}
 }
 

@@ -32,6 +32,10 @@ func newFakeKernel(t *testing.T, loaded ...string) *fakeKernel {
 	oldT, oldRA := IPTablesMatches, RAInterfaces
 	t.Cleanup(func() { IPTablesMatches, RAInterfaces = oldT, oldRA })
 	RAInterfaces = func() []string { return nil }
+	// No AppArmor unless a test turns it on (apparmor).
+	oldAA, oldParser, oldEnabled, oldProc := AppArmorFS, AppArmorParser, AppArmorEnabled, Proc
+	t.Cleanup(func() { AppArmorFS, AppArmorParser, AppArmorEnabled, Proc = oldAA, oldParser, oldEnabled, oldProc })
+	AppArmorFS, AppArmorParser, AppArmorEnabled, Proc = filepath.Join(dir, "apparmor"), filepath.Join(dir, "apparmor_parser"), filepath.Join(dir, "apparmor-enabled"), filepath.Join(dir, "proc")
 	ModuleDir, ProcSys, Filesystems, IPTablesMatches = k.modules, k.proc, filepath.Join(dir, "filesystems"), filepath.Join(dir, "ip_tables_matches")
 	os.MkdirAll(k.modules, 0o755)
 	k.write("net.ipv4.ip_forward", "0")

@@ -117,10 +117,13 @@ find /etc/kubernetes /var/lib/kubeboot -mindepth 1 2>/dev/null || true
 		regexp.MustCompile(`(?m)^/(etc/kubernetes|var/lib/kubeboot)/`).MatchString(refused) {
 		t.Errorf("init on a host without ipset: not refused naming ipset, or it wrote files:\n%s", refused)
 	}
-	for _, deb := range debs(t, "ipset", "libipset13") {
+	// Debian's apparmor package too, which a standard Debian install (and
+	// every Ubuntu) has and the VM's minimal base lacks: with it containerd
+	// confines each container with its own profile.
+	for _, deb := range debs(t, "ipset", "libipset13", "apparmor") {
 		v.Push(deb, "/root/"+filepath.Base(deb))
 	}
-	v.MustRun(2*time.Minute, "dpkg -i /root/*.deb >/dev/null && rm /root/*.deb && ipset version")
+	v.MustRun(2*time.Minute, "dpkg -i /root/*.deb >/dev/null && rm /root/*.deb && ipset version && aa-enabled")
 	before := v.MustRun(2*time.Minute, snapshot)
 
 	out := v.MustRun(20*time.Minute, kubectl+waitFor+`
@@ -136,6 +139,7 @@ echo "kubelet driver: $(grep cgroupDriver /var/lib/kubelet/config.yaml)"
 echo "containerd: $(grep SystemdCgroup /etc/kubernetes/kubeboot/containerd.toml)"
 echo "pods slice: $(ls -d /sys/fs/cgroup/kubeboot.slice/kubeboot-kubepods.slice 2>&1)"
 echo "coredns cgroup: $(cut -d: -f3 /proc/$(pgrep -x coredns | head -1)/cgroup)"
+echo "coredns apparmor: $(cat /proc/$(pgrep -x coredns | head -1)/attr/current)"
 grep -q failCgroupV1 /var/lib/kubelet/config.yaml && echo "failCgroupV1 set" || echo "failCgroupV1 at the kubelet's default"
 `)
 	t.Logf("init on %s:\n%s", v.Name, out)
@@ -148,6 +152,7 @@ grep -q failCgroupV1 /var/lib/kubelet/config.yaml && echo "failCgroupV1 set" || 
 		"pods slice: /sys/fs/cgroup/kubeboot.slice/kubeboot-kubepods.slice",
 		"coredns cgroup: /kubeboot.slice/kubeboot-kubepods.slice/",
 		"failCgroupV1 at the kubelet's default",
+		"coredns apparmor: cri-containerd.apparmor.d (enforce)",
 		"Loaded the kernel module br_netfilter",
 	} {
 		if !strings.Contains(out, want) {
@@ -217,7 +222,7 @@ echo "links: $(ip -o link show type vxlan | awk -F': ' '{print $2}' | sed 's/@.*
 	// reset leaves nothing of kubeboot's.
 	out = v.MustRun(10*time.Minute, `
 kubeboot reset --force > /root/reset.log 2>&1 || { tail -30 /root/reset.log; exit 1; }
-grep -E 'Unloaded|back to|Removed "/etc/(modules|sysctl)|Stopped|Disabled' /root/reset.log || true
+grep -E 'Unloaded|back to|Removed "/etc/(modules|sysctl)|Stopped|Disabled|AppArmor' /root/reset.log || true
 rm -f /root/reset.log /root/init.log /root/web.tar /root/web.yaml /root/vol.yaml
 `)
 	t.Logf("reset:\n%s", out)

@@ -204,8 +204,8 @@ waitFor() { local limit=$1 what=$2; shift 2; local end=$(( $(date +%s) + limit )
 // cache), cgroups (but the login sessions'), units, links, iptables chains
 // of its own (the built-in chains of the tables iptables-nft registers on
 // first use stay, as under kubeadm), the modules kubeboot loads itself
-// (those the kernel loads on demand for iptables and veth stay), sysctls
-// and processes.
+// (those the kernel loads on demand for iptables and veth stay), sysctls,
+// processes, and AppArmor profiles.
 const snapshot = `
 find / /run /etc /var -xdev \( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path /var/tmp \
   -o -path /var/log/journal -o -path /var/cache -o -path /var/lib/systemd -o -path /run/systemd \
@@ -220,6 +220,7 @@ for s in net.ipv4.ip_forward net.bridge.bridge-nf-call-iptables; do echo "sysctl
 ps -eo comm= | grep -E 'kube|etcd|containerd|coredns|pause|flannel' | sed 's/^/process /' | sort -u || true
 ipset list -n 2>/dev/null | sed 's/^/ipset /'
 ip -o route | grep -v 'proto kernel' | sed 's/^/route /'
+sed 's/^/apparmor /' /sys/kernel/security/apparmor/profiles 2>/dev/null || true
 `
 
 // diffLines returns the lines of after that before lacks, and those gone.
