@@ -61,7 +61,7 @@ type options struct {
 	cniConf, cniNetwork          string
 	cniBridge, cniDataDir        string
 	readyz                       string
-	resync                       int
+	masqResync, forwardResync    int
 }
 
 func main() {
@@ -82,7 +82,11 @@ func run(args []string) int {
 	fs.StringVar(&o.cniBridge, "cni-bridge", "cni0", "the bridge pods attach to")
 	fs.StringVar(&o.cniDataDir, "cni-data-dir", "/var/lib/cni/networks", "host-local's directory")
 	fs.StringVar(&o.readyz, "readyz", "127.0.0.1:20245", "address of /readyz (empty: none)")
-	fs.IntVar(&o.resync, "iptables-resync", 5, "seconds between checks of flannel's iptables rules")
+	// k3s's periods (pkg/agent/flannel), not flanneld's 5 s: each check
+	// is an iptables command per rule, under the xtables lock that
+	// kube-proxy and kube-router take too.
+	fs.IntVar(&o.masqResync, "iptables-resync", 60, "seconds between checks of flannel's masquerading rules")
+	fs.IntVar(&o.forwardResync, "iptables-forward-resync", 50, "seconds between checks of flannel's FORWARD rules")
 	klog.InitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -227,12 +231,12 @@ func (o options) run(ctx context.Context) error {
 	// flanneld's, or the comparison with it panics.
 	zero6 := func() ip.IP6Net { return ip.IP6Net{IP: (*ip.IP6)(big.NewInt(0))} }
 	prevNet6, prevSubnet6 := zero6(), zero6()
-	if err := tm.SetupAndEnsureMasqRules(ctx, config.Network, prevSubnet, prevNet, config.IPv6Network, prevSubnet6, prevNet6, l, o.resync, false); err != nil {
+	if err := tm.SetupAndEnsureMasqRules(ctx, config.Network, prevSubnet, prevNet, config.IPv6Network, prevSubnet6, prevNet6, l, o.masqResync, false); err != nil {
 		return fmt.Errorf("masquerading rules: %w", err)
 	}
 	// A FORWARD chain whose policy is DROP (Docker's) lets pod traffic
 	// through.
-	tm.SetupAndEnsureForwardRules(ctx, config.Network, config.IPv6Network, o.resync)
+	tm.SetupAndEnsureForwardRules(ctx, config.Network, config.IPv6Network, o.forwardResync)
 	if err := sm.HandleSubnetFile(filepath.Join(o.stateDir, "subnet.env"), config, true, l.Subnet, l.IPv6Subnet, bn.MTU()); err != nil {
 		return fmt.Errorf("subnet file: %w", err)
 	}
