@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os/exec"
 	"strings"
 
 	"github.com/vishvananda/netlink"
@@ -86,20 +85,25 @@ func inSubnet(n, subnet *net.IPNet) bool {
 }
 
 func destroyIPSets() int {
-	b, err := exec.Command("ipset", "list", "-n").Output()
+	sets, err := netlink.IpsetListAll()
 	if err != nil {
-		return 0 // no ipset command, or no sets
+		return 0 // no ip_set in the kernel
+	}
+	names := make([]string, 0, len(sets))
+	for _, s := range sets {
+		names = append(names, s.SetName)
 	}
 	n := 0
-	for _, name := range IPSetsOfKubeRouter(string(b)) {
-		if exec.Command("ipset", "destroy", name).Run() == nil {
+	for _, name := range IPSetsOfKubeRouter(strings.Join(names, "\n")) {
+		if netlink.IpsetDestroy(name) == nil {
 			n++
 		}
 	}
 	return n
 }
 
-// IPSetsOfKubeRouter picks kube-router's sets out of `ipset list -n`.
+// IPSetsOfKubeRouter picks kube-router's sets out of a list of names,
+// one a line (as `ipset list -n` prints them).
 func IPSetsOfKubeRouter(list string) []string {
 	var out []string
 	for _, name := range strings.Fields(list) {

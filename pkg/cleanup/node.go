@@ -17,6 +17,7 @@ import (
 	"time"
 
 	containerd "github.com/containerd/containerd/v2/client"
+	"github.com/vishvananda/netlink"
 
 	"github.com/kubeboot/kubeboot/pkg/images"
 )
@@ -147,11 +148,12 @@ func unescape(s string) string {
 
 // DeleteLink removes a network link (the CNI bridge) if it exists.
 func DeleteLink(name string, out io.Writer) {
-	if _, err := os.Stat(filepath.Join("/sys/class/net", name)); err != nil {
+	l, err := netlink.LinkByName(name)
+	if err != nil {
 		return
 	}
-	if b, err := exec.Command("ip", "link", "delete", name).CombinedOutput(); err != nil {
-		fmt.Fprintf(out, "[reset] Could not delete link %s: %v: %s\n", name, err, b)
+	if err := netlink.LinkDel(l); err != nil {
+		fmt.Fprintf(out, "[reset] Could not delete link %s: %v\n", name, err)
 		return
 	}
 	fmt.Fprintf(out, "[reset] Deleted network link %s\n", name)
