@@ -52,6 +52,7 @@ import (
 	"github.com/kubeboot/kubeboot/internal/healthz"
 	"github.com/kubeboot/kubeboot/internal/settle"
 	"github.com/kubeboot/kubeboot/pkg/cni"
+	"github.com/kubeboot/kubeboot/pkg/poll"
 )
 
 type options struct {
@@ -275,40 +276,27 @@ func (o options) run(ctx context.Context) error {
 // kubelet's TLS bootstrap) and for its Node to have a pod CIDR: flannel's
 // kube subnet manager refuses a node without one.
 func waitPodCIDR(ctx context.Context, kubeconfig, nodeName string) error {
-	start, said := time.Now(), time.Now()
-	var last error
-	for {
-		last = func() error {
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-			if err != nil {
-				return err
-			}
-			c, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return err
-			}
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			n, err := c.CoreV1().Nodes().Get(rctx, nodeName, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if n.Spec.PodCIDR == "" {
-				return fmt.Errorf("node %s has no pod CIDR yet", nodeName)
-			}
-			return nil
-		}()
-		if last == nil {
-			return nil
-		}
-		if time.Since(said) > 10*time.Second {
-			klog.Infof("waiting for node %s's pod CIDR (%s so far): %v", nodeName, time.Since(start).Round(time.Second), last)
-			said = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+	progress := func(waited time.Duration, last error) {
+		klog.Infof("waiting for node %s's pod CIDR (%s so far): %v", nodeName, waited.Round(time.Second), last)
 	}
+	return poll.Until(ctx, 200*time.Millisecond, 10*time.Second, progress, func(ctx context.Context) error {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return err
+		}
+		c, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		n, err := c.CoreV1().Nodes().Get(rctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if n.Spec.PodCIDR == "" {
+			return fmt.Errorf("node %s has no pod CIDR yet", nodeName)
+		}
+		return nil
+	})
 }

@@ -36,6 +36,7 @@ import (
 
 	"github.com/kubeboot/kubeboot/internal/healthz"
 	"github.com/kubeboot/kubeboot/internal/settle"
+	"github.com/kubeboot/kubeboot/pkg/poll"
 )
 
 func main() {
@@ -178,39 +179,30 @@ func splitList(s string) []string {
 // waitNode waits for the node's kubeconfig and Node (with an address:
 // kube-router's controller needs the node's IPs).
 func waitNode(ctx context.Context, kubeconfig, nodeName string) (kubernetes.Interface, error) {
-	start, said := time.Now(), time.Now()
-	for {
-		c, err := func() (kubernetes.Interface, error) {
-			cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-			if err != nil {
-				return nil, err
-			}
-			c, err := kubernetes.NewForConfig(cfg)
-			if err != nil {
-				return nil, err
-			}
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			n, err := c.CoreV1().Nodes().Get(rctx, nodeName, metav1.GetOptions{})
-			if err != nil {
-				return nil, err
-			}
-			if len(n.Status.Addresses) == 0 {
-				return nil, fmt.Errorf("node %s has no address yet", nodeName)
-			}
-			return c, nil
-		}()
-		if err == nil {
-			return c, nil
-		}
-		if time.Since(said) > 10*time.Second {
-			klog.Infof("waiting for node %s (%s so far): %v", nodeName, time.Since(start).Round(time.Second), err)
-			said = time.Now()
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+	var client kubernetes.Interface
+	progress := func(waited time.Duration, last error) {
+		klog.Infof("waiting for node %s (%s so far): %v", nodeName, waited.Round(time.Second), last)
 	}
+	err := poll.Until(ctx, 200*time.Millisecond, 10*time.Second, progress, func(ctx context.Context) error {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return err
+		}
+		c, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		n, err := c.CoreV1().Nodes().Get(rctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(n.Status.Addresses) == 0 {
+			return fmt.Errorf("node %s has no address yet", nodeName)
+		}
+		client = c
+		return nil
+	})
+	return client, err
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/pki"
+	"github.com/kubeboot/kubeboot/pkg/poll"
 )
 
 // DefaultTrustPeriod is how long every node trusts both CAs before the new
@@ -576,30 +577,30 @@ func (d *Driver) waitRootCA(ctx context.Context, trust []byte) error {
 // the CA the admin kubeconfig trusts), until it reports nothing pending,
 // for at most NodeTimeout, saying every 15 s what it waits for.
 func (d *Driver) wait(ctx context.Context, what string, check func(kubernetes.Interface) (pending string, err error)) error {
-	start, last := time.Now(), time.Now()
-	for {
-		c, err := d.client()
-		pending := ""
-		if err == nil {
-			pending, err = check(c)
-		}
-		if err == nil && pending == "" {
-			return nil
-		}
-		if err != nil {
-			pending = err.Error()
-		}
-		if time.Since(start) > d.NodeTimeout {
-			return fmt.Errorf("waited %s for %s: %s; run `kubeboot certs rotate-ca` again to continue", d.NodeTimeout, what, pending)
-		}
-		if time.Since(last) >= 15*time.Second {
-			last = time.Now()
-			d.Logf("[certs/rotate-ca] Waiting for %s (%s so far): %s", what, time.Since(start).Round(time.Second), pending)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(d.Poll):
-		}
+	wctx, cancel := context.WithTimeout(ctx, d.NodeTimeout)
+	defer cancel()
+	progress := func(waited time.Duration, pending error) {
+		d.Logf("[certs/rotate-ca] Waiting for %s (%s so far): %v", what, waited.Round(time.Second), pending)
 	}
+	err := poll.Until(wctx, d.Poll, 15*time.Second, progress, func(context.Context) error {
+		c, err := d.client()
+		if err != nil {
+			return err
+		}
+		pending, err := check(c)
+		if err == nil && pending != "" {
+			err = errors.New(pending)
+		}
+		return err
+	})
+	var exp *poll.Expired
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case errors.As(err, &exp):
+		return fmt.Errorf("waited %s for %s: %v; run `kubeboot certs rotate-ca` again to continue", d.NodeTimeout, what, exp.Last)
+	}
+	return err
 }

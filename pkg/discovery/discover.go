@@ -25,6 +25,8 @@ import (
 	kubeadmhttps "k8s.io/kubernetes/cmd/kubeadm/app/discovery/https"
 	kubeconfigutil "k8s.io/kubernetes/cmd/kubeadm/app/util/kubeconfig"
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
+
+	"github.com/kubeboot/kubeboot/pkg/poll"
 )
 
 // Cluster is what discovery establishes about the cluster a node joins:
@@ -135,24 +137,26 @@ func (d *TokenDiscovery) Discover(ctx context.Context) (*Cluster, error) {
 func (d *TokenDiscovery) retry(ctx context.Context, f func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, d.Timeout)
 	defer cancel()
-	start := time.Now()
-	last := start
-	for {
+	progress := func(waited time.Duration, last error) {
+		d.Logf("[discovery] Still waiting: %v (%s so far)", last, waited.Round(time.Second))
+	}
+	err := poll.Until(ctx, 200*time.Millisecond, 5*time.Second, progress, func(ctx context.Context) error {
 		err := f(ctx)
 		var r errRetry
-		if err == nil || !errors.As(err, &r) {
-			return err
+		if err != nil && !errors.As(err, &r) {
+			return poll.Stop(err)
 		}
-		if time.Since(last) >= 5*time.Second {
-			last = time.Now()
-			d.Logf("[discovery] Still waiting: %v (%s so far)", err, time.Since(start).Round(time.Second))
+		return err
+	})
+	var exp *poll.Expired
+	if errors.As(err, &exp) {
+		var r errRetry
+		if errors.As(exp.Last, &r) {
+			return fmt.Errorf("%w (gave up after %s; the discovery timeout is timeouts.discovery of the JoinConfiguration)", r.err, exp.Waited.Round(time.Second))
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (gave up after %s; the discovery timeout is timeouts.discovery of the JoinConfiguration)", r.err, time.Since(start).Round(time.Second))
-		case <-time.After(200 * time.Millisecond):
-		}
+		return fmt.Errorf("%w (gave up after %s; the discovery timeout is timeouts.discovery of the JoinConfiguration)", exp.Last, exp.Waited.Round(time.Second))
 	}
+	return err
 }
 
 // restConfig is a client configuration for the endpoint: anonymous, or

@@ -167,8 +167,9 @@ func TestTokenDiscoveryUnreachable(t *testing.T) {
 	tok, _ := bootstraptokenv1.NewBootstrapTokenString(testToken)
 	d := &TokenDiscovery{Endpoint: "127.0.0.1:1", Token: tok, UnsafeSkipCAVerification: true, Timeout: 500 * time.Millisecond, Logf: t.Logf}
 	_, err := d.Discover(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "https://127.0.0.1:1") || !strings.Contains(err.Error(), "connection refused") {
-		t.Fatalf("got %v, want an error naming the address tried", err)
+	if err == nil || !strings.Contains(err.Error(), "https://127.0.0.1:1") || !strings.Contains(err.Error(), "connection refused") ||
+		!strings.Contains(err.Error(), "(gave up after ") || !strings.Contains(err.Error(), "timeouts.discovery") {
+		t.Fatalf("got %v, want an error naming the address tried and the timeout", err)
 	}
 }
 

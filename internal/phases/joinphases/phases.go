@@ -34,6 +34,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/node"
 	"github.com/kubeboot/kubeboot/pkg/nodeup"
 	"github.com/kubeboot/kubeboot/pkg/pki"
+	"github.com/kubeboot/kubeboot/pkg/poll"
 	"github.com/kubeboot/kubeboot/pkg/preflight"
 )
 
@@ -361,23 +362,19 @@ func (d *Data) waitTLSBootstrap(ctx context.Context) error {
 	timeout := d.Join.Timeouts.TLSBootstrap.Duration
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	start, last := time.Now(), time.Now()
-	for {
-		if _, err := kubeconfigutil.ClientSetFromFile(file); err == nil {
-			d.Logf("[kubelet-start] The kubelet has its client certificate after %s", d.Since())
-			return nil
-		}
-		if time.Since(last) >= 5*time.Second {
-			last = time.Now()
-			d.Logf("[kubelet-start] Still waiting for the kubelet's TLS bootstrap (%s so far)", time.Since(start).Round(time.Second))
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the kubelet did not complete its TLS bootstrap within %s: its certificate request may not have been approved; see %s", timeout,
-				d.FS.Path("/var/log/kubeboot/kubelet.log"))
-		case <-time.After(50 * time.Millisecond):
-		}
+	progress := func(waited time.Duration, _ error) {
+		d.Logf("[kubelet-start] Still waiting for the kubelet's TLS bootstrap (%s so far)", waited.Round(time.Second))
 	}
+	err := poll.Until(ctx, 50*time.Millisecond, 5*time.Second, progress, func(context.Context) error {
+		_, err := kubeconfigutil.ClientSetFromFile(file)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("the kubelet did not complete its TLS bootstrap within %s: its certificate request may not have been approved; see %s", timeout,
+			d.FS.Path("/var/log/kubeboot/kubelet.log"))
+	}
+	d.Logf("[kubelet-start] The kubelet has its client certificate after %s", d.Since())
+	return nil
 }
 
 // writeKubeProxyConf writes the kubeconfig of kube-proxy and the network

@@ -1,0 +1,48 @@
+package poll
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestUntil(t *testing.T) {
+	ctx := context.Background()
+	// Holds at the third call; progress is said between.
+	n, said := 0, 0
+	err := Until(ctx, time.Millisecond, 0, func(time.Duration, error) { said++ }, func(context.Context) error {
+		if n++; n < 3 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	if err != nil || n != 3 || said != 2 {
+		t.Errorf("err %v after %d calls, %d progress lines", err, n, said)
+	}
+
+	// A Stop error ends it at once, unwrapped.
+	fatal := errors.New("refused")
+	n = 0
+	err = Until(ctx, time.Millisecond, time.Hour, nil, func(context.Context) error { n++; return Stop(fatal) })
+	if err != fatal || n != 1 {
+		t.Errorf("stop: %v after %d calls", err, n)
+	}
+
+	// The context ends first: Expired with the last error.
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel()
+	err = Until(tctx, 5*time.Millisecond, time.Hour, nil, func(context.Context) error { return errors.New("no pod CIDR yet") })
+	var exp *Expired
+	if !errors.As(err, &exp) || exp.Last.Error() != "no pod CIDR yet" || exp.Waited < 30*time.Millisecond {
+		t.Errorf("expired: %#v", err)
+	}
+
+	// A context that has ended before the first call: Expired with its error.
+	done, cancel2 := context.WithCancel(ctx)
+	cancel2()
+	err = Until(done, time.Millisecond, time.Hour, nil, func(context.Context) error { return errors.New("x") })
+	if !errors.As(err, &exp) {
+		t.Errorf("ended context: %#v", err)
+	}
+}
