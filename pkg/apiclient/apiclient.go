@@ -5,6 +5,7 @@ package apiclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubeboot/kubeboot/pkg/poll"
 )
 
 // FromKubeconfig builds a client from a kubeconfig file. server, when not
@@ -82,22 +85,18 @@ func Retry(ctx context.Context, timeout time.Duration, f func(context.Context) e
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	for {
+	err := poll.Until(ctx, 100*time.Millisecond, 0, nil, func(ctx context.Context) error {
 		err := f(ctx)
-		switch {
-		case err == nil:
-			return nil
-		case permanent(err):
-			return err
-		case apierrors.IsForbidden(err) && time.Since(start) >= forbiddenGrace:
-			return err
+		if err != nil && (permanent(err) || apierrors.IsForbidden(err) && time.Since(start) >= forbiddenGrace) {
+			return poll.Stop(err)
 		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(100 * time.Millisecond):
-		}
+		return err
+	})
+	var exp *poll.Expired
+	if errors.As(err, &exp) {
+		return exp.Last
 	}
+	return err
 }
 
 // forbiddenGrace bounds how long Retry retries Forbidden.

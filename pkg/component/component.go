@@ -10,6 +10,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/poll"
 	"github.com/kubeboot/kubeboot/pkg/preflight"
 )
 
@@ -179,23 +181,16 @@ func (p Probe) client() (*http.Client, error) {
 func (p Probe) WaitReady(ctx context.Context, timeout time.Duration, progress func(time.Duration)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	start := time.Now()
-	lastReport := start
-	var lastErr error
-	for {
-		if lastErr = p.Check(ctx); lastErr == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("not ready after %s: %v", time.Since(start).Round(100*time.Millisecond), lastErr)
-		case <-time.After(50 * time.Millisecond):
-		}
-		if progress != nil && time.Since(lastReport) >= 5*time.Second {
-			lastReport = time.Now()
-			progress(time.Since(start))
-		}
+	var say func(time.Duration, error)
+	if progress != nil {
+		say = func(waited time.Duration, _ error) { progress(waited) }
 	}
+	err := poll.Until(ctx, 50*time.Millisecond, 5*time.Second, say, p.Check)
+	var exp *poll.Expired
+	if errors.As(err, &exp) {
+		return fmt.Errorf("not ready after %s: %v", exp.Waited.Round(100*time.Millisecond), exp.Last)
+	}
+	return err
 }
 
 // Args is an ordered flag list that later values override, so that

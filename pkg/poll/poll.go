@@ -50,6 +50,11 @@ func Until(ctx context.Context, interval, every time.Duration, progress func(wai
 		if s, ok := err.(stop); ok {
 			return false, s
 		}
+		if ctx.Err() != nil && last != nil {
+			// Cut short by the end of the wait: the failure before says
+			// more than "context deadline exceeded".
+			return false, nil
+		}
 		last = err
 		if progress != nil && time.Since(said) >= every {
 			said = time.Now()

@@ -38,6 +38,22 @@ func TestUntil(t *testing.T) {
 		t.Errorf("expired: %#v", err)
 	}
 
+	// A call cut short by the end of the wait does not hide the failure
+	// before it.
+	tctx, cancel3 := context.WithTimeout(ctx, 30*time.Millisecond)
+	defer cancel3()
+	n = 0
+	err = Until(tctx, 5*time.Millisecond, time.Hour, nil, func(ctx context.Context) error {
+		if n++; n == 1 {
+			return errors.New("500: etcd not ready")
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	if !errors.As(err, &exp) || exp.Last.Error() != "500: etcd not ready" {
+		t.Errorf("cut short: %#v", err)
+	}
+
 	// A context that has ended before the first call: Expired with its error.
 	done, cancel2 := context.WithCancel(ctx)
 	cancel2()

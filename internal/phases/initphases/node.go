@@ -24,6 +24,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/node"
+	"github.com/kubeboot/kubeboot/pkg/poll"
 )
 
 func runKubeletStart(ctx context.Context, d *Data) error {
@@ -90,25 +91,21 @@ func (d *Data) waitNode(ctx context.Context, c kubernetes.Interface) (*corev1.No
 	timeout := d.Cfg.Init.Timeouts.KubeletHealthCheck.Duration
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	last := time.Now()
-	for {
-		n, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err == nil {
-			return n, nil
-		}
-		if !apierrors.IsNotFound(err) {
+	var n *corev1.Node
+	progress := func(time.Duration, error) {
+		d.Logf("[mark-control-plane] Still waiting for the kubelet to register node %q", name)
+	}
+	err := poll.Until(ctx, 50*time.Millisecond, 5*time.Second, progress, func(ctx context.Context) error {
+		var err error
+		if n, err = c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			d.Logf("[mark-control-plane] Reading node %q: %v", name, err)
 		}
-		if time.Since(last) > 5*time.Second {
-			last = time.Now()
-			d.Logf("[mark-control-plane] Still waiting for the kubelet to register node %q", name)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("node %q was not registered within %s; see %s", name, timeout, d.FS.Path("/var/log/kubeboot/kubelet.log"))
-		case <-time.After(50 * time.Millisecond):
-		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("node %q was not registered within %s; see %s", name, timeout, d.FS.Path("/var/log/kubeboot/kubelet.log"))
 	}
+	return n, nil
 }
 
 func runMarkControlPlane(ctx context.Context, d *Data) error {
