@@ -75,9 +75,10 @@ spec:
 // serves checks, on the VM, that the web Service answers from the host
 // and from a pod by name, that the pod resolves cluster names, and that
 // logs and exec work. Under emulation each iptables command takes seconds
-// and flannel, kube-router and kube-proxy queue for the xtables lock after
-// a boot: the Service's rules have taken 136 s after its pods were Ready
-// (and over 300 s after a reboot, while kube-router made its first sync).
+// and flannel, kube-router and kube-proxy queue for the xtables lock: while
+// flannel checked its rules every 5 s the Service's rules took 136–241 s
+// after its pods were Ready; at k3s's 60 s, 3 s (2026-12-05). After a
+// reboot they still take ~210 s, while every engine makes its first sync.
 const serves = kubectl + waitFor + `
 waitFor 300 "web and client Ready" k wait --for=condition=Ready pod -l app=web --timeout=20s
 waitFor 120 "client Ready" k wait --for=condition=Ready pod/client --timeout=20s
