@@ -34,7 +34,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/flannel-io/flannel/pkg/backend"
 	_ "github.com/flannel-io/flannel/pkg/backend/hostgw"
@@ -44,15 +43,13 @@ import (
 	"github.com/flannel-io/flannel/pkg/ipmatch"
 	"github.com/flannel-io/flannel/pkg/subnet/kube"
 	"github.com/flannel-io/flannel/pkg/trafficmngr/iptables"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/kubeboot/kubeboot/internal/healthz"
+	"github.com/kubeboot/kubeboot/internal/nodewait"
 	"github.com/kubeboot/kubeboot/internal/settle"
 	"github.com/kubeboot/kubeboot/pkg/cni"
-	"github.com/kubeboot/kubeboot/pkg/poll"
 )
 
 type options struct {
@@ -160,7 +157,13 @@ func (o options) run(ctx context.Context) error {
 	if err := os.WriteFile(netConfPath, conf, 0o644); err != nil {
 		return err
 	}
-	if err := waitPodCIDR(ctx, o.kubeconfig, o.nodeName); err != nil {
+	// flannel's kube subnet manager refuses a node without a pod CIDR.
+	if _, err := nodewait.Wait(ctx, o.kubeconfig, o.nodeName, "node "+o.nodeName+"'s pod CIDR", func(n *corev1.Node) error {
+		if n.Spec.PodCIDR == "" {
+			return fmt.Errorf("node %s has no pod CIDR yet", o.nodeName)
+		}
+		return nil
+	}); err != nil {
 		return err
 	}
 	// The kube subnet manager reads the node's name from the environment,
@@ -270,33 +273,4 @@ func (o options) run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	return nil
-}
-
-// waitPodCIDR waits for the node's kubeconfig (a worker's comes with its
-// kubelet's TLS bootstrap) and for its Node to have a pod CIDR: flannel's
-// kube subnet manager refuses a node without one.
-func waitPodCIDR(ctx context.Context, kubeconfig, nodeName string) error {
-	progress := func(waited time.Duration, last error) {
-		klog.Infof("waiting for node %s's pod CIDR (%s so far): %v", nodeName, waited.Round(time.Second), last)
-	}
-	return poll.Until(ctx, 200*time.Millisecond, 10*time.Second, progress, func(ctx context.Context) error {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return err
-		}
-		c, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return err
-		}
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		n, err := c.CoreV1().Nodes().Get(rctx, nodeName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if n.Spec.PodCIDR == "" {
-			return fmt.Errorf("node %s has no pod CIDR yet", nodeName)
-		}
-		return nil
-	})
 }

@@ -27,16 +27,14 @@ import (
 	"github.com/cloudnativelabs/kube-router/v2/pkg/healthcheck"
 	"github.com/cloudnativelabs/kube-router/v2/pkg/options"
 	"github.com/cloudnativelabs/kube-router/v2/pkg/svcip"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/kubeboot/kubeboot/internal/healthz"
+	"github.com/kubeboot/kubeboot/internal/nodewait"
 	"github.com/kubeboot/kubeboot/internal/settle"
-	"github.com/kubeboot/kubeboot/pkg/poll"
 )
 
 func main() {
@@ -105,7 +103,13 @@ func (o opts) run(ctx context.Context) error {
 	// The node's name, for kube-router's own lookup of its Node.
 	os.Setenv("NODE_NAME", o.nodeName)
 
-	client, err := waitNode(ctx, o.kubeconfig, o.nodeName)
+	// kube-router's controller needs the node's IPs.
+	client, err := nodewait.Wait(ctx, o.kubeconfig, o.nodeName, "node "+o.nodeName, func(n *corev1.Node) error {
+		if len(n.Status.Addresses) == 0 {
+			return fmt.Errorf("node %s has no address yet", o.nodeName)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
@@ -174,35 +178,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// waitNode waits for the node's kubeconfig and Node (with an address:
-// kube-router's controller needs the node's IPs).
-func waitNode(ctx context.Context, kubeconfig, nodeName string) (kubernetes.Interface, error) {
-	var client kubernetes.Interface
-	progress := func(waited time.Duration, last error) {
-		klog.Infof("waiting for node %s (%s so far): %v", nodeName, waited.Round(time.Second), last)
-	}
-	err := poll.Until(ctx, 200*time.Millisecond, 10*time.Second, progress, func(ctx context.Context) error {
-		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-		if err != nil {
-			return err
-		}
-		c, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
-			return err
-		}
-		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		n, err := c.CoreV1().Nodes().Get(rctx, nodeName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if len(n.Status.Addresses) == 0 {
-			return fmt.Errorf("node %s has no address yet", nodeName)
-		}
-		client = c
-		return nil
-	})
-	return client, err
 }
