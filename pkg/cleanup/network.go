@@ -94,7 +94,7 @@ func destroyIPSets() int {
 		names = append(names, s.SetName)
 	}
 	n := 0
-	for _, name := range IPSetsOfKubeRouter(strings.Join(names, "\n")) {
+	for _, name := range IPSetsOfKubeRouter(names) {
 		if netlink.IpsetDestroy(name) == nil {
 			n++
 		}
@@ -102,11 +102,11 @@ func destroyIPSets() int {
 	return n
 }
 
-// IPSetsOfKubeRouter picks kube-router's sets out of a list of names,
-// one a line (as `ipset list -n` prints them).
-func IPSetsOfKubeRouter(list string) []string {
+// IPSetsOfKubeRouter picks kube-router's sets out of the names of a
+// network namespace's sets.
+func IPSetsOfKubeRouter(names []string) []string {
 	var out []string
-	for _, name := range strings.Fields(list) {
+	for _, name := range names {
 		bare := strings.TrimPrefix(name, "inet6:")
 		for _, p := range ipsetPrefixes {
 			if strings.HasPrefix(bare, p) {

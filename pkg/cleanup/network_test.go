@@ -7,7 +7,7 @@ import (
 )
 
 func TestIPSetsOfKubeRouter(t *testing.T) {
-	got := IPSetsOfKubeRouter("KUBE-SRC-ABC\nmy-set\ninet6:KUBE-DST-XYZ\nTMP-1\nKUBE-SVC-NOPE\n")
+	got := IPSetsOfKubeRouter([]string{"KUBE-SRC-ABC", "my-set", "inet6:KUBE-DST-XYZ", "TMP-1", "KUBE-SVC-NOPE"})
 	if want := []string{"KUBE-SRC-ABC", "inet6:KUBE-DST-XYZ", "TMP-1"}; !slices.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)
 	}

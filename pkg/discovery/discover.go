@@ -149,14 +149,15 @@ func (d *TokenDiscovery) retry(ctx context.Context, f func(context.Context) erro
 		return err
 	})
 	var exp *poll.Expired
-	if errors.As(err, &exp) {
-		var r errRetry
-		if errors.As(exp.Last, &r) {
-			return fmt.Errorf("%w (gave up after %s; the discovery timeout is timeouts.discovery of the JoinConfiguration)", r.err, exp.Waited.Round(time.Second))
-		}
-		return fmt.Errorf("%w (gave up after %s; the discovery timeout is timeouts.discovery of the JoinConfiguration)", exp.Last, exp.Waited.Round(time.Second))
+	if !errors.As(err, &exp) {
+		return err
 	}
-	return err
+	last := exp.Last
+	var r errRetry
+	if errors.As(last, &r) {
+		last = r.err
+	}
+	return fmt.Errorf("%w (gave up after %s; the discovery timeout is timeouts.discovery of the JoinConfiguration)", last, exp.Waited.Round(time.Second))
 }
 
 // restConfig is a client configuration for the endpoint: anonymous, or

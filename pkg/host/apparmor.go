@@ -2,7 +2,6 @@ package host
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
@@ -55,12 +54,18 @@ func AppArmorProfileLoaded(name string) bool {
 	defer f.Close()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
-		// "name (mode)"
-		if n, _, _ := strings.Cut(s.Text(), " ("); n == name {
+		if profileOf(s.Text()) == name {
 			return true
 		}
 	}
 	return false
+}
+
+// profileOf is the profile's name in AppArmor's "name (mode)", as the
+// profiles file lists them and a process's attr/current holds its own.
+func profileOf(s string) string {
+	name, _, _ := strings.Cut(strings.TrimSpace(s), " (")
+	return name
 }
 
 // appArmorUsers counts the processes confined by a profile.
@@ -75,7 +80,7 @@ func appArmorUsers(name string) int {
 		if err != nil {
 			continue
 		}
-		if p, _, _ := strings.Cut(string(bytes.TrimSpace(b)), " ("); p == name {
+		if profileOf(string(b)) == name {
 			n++
 		}
 	}
