@@ -130,6 +130,27 @@ func run(name string, args ...string) error {
 	return nil
 }
 
+// addNetns creates the network namespace name. One of that name with no
+// process in it is what a run of the tests killed before its cleanup left
+// (the names are the tests' own): it is removed first. One with processes
+// is refused, and left as it is.
+func addNetns(name string) error {
+	if _, err := os.Stat(filepath.Join("/run/netns", name)); err == nil {
+		out, err := exec.Command("ip", "netns", "pids", name).Output()
+		if err != nil {
+			return fmt.Errorf("network namespace %s exists and its processes cannot be listed: %v", name, err)
+		}
+		if pids := strings.Fields(string(out)); len(pids) > 0 {
+			return fmt.Errorf("network namespace %s exists with processes %s in it: another run of the tests uses it", name, strings.Join(pids, " "))
+		}
+		if err := run("ip", "netns", "del", name); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "nethost: removed network namespace %s, left empty by an earlier run\n", name)
+	}
+	return run("ip", "netns", "add", name)
+}
+
 // Options shape a host beyond its name and address.
 type Options struct {
 	// Network, when set, connects the host's eth0 to the network's bridge,
@@ -172,6 +193,9 @@ func New(name, ip, dir, binary string) (*Host, error) {
 // NewWith creates a host as New does, shaped by o.
 func NewWith(name, ip, dir, binary string, o Options) (h *Host, err error) {
 	h = &Host{Name: name, IP: ip, Root: filepath.Join(dir, "root"), Binary: binary, dir: dir}
+	if err := addNetns(name); err != nil {
+		return nil, err
+	}
 	defer func() {
 		if err != nil {
 			h.Close()
@@ -183,7 +207,6 @@ func NewWith(name, ip, dir, binary string, o Options) (h *Host, err error) {
 	}
 	veth := vethName()
 	steps := [][]string{
-		{"ip", "netns", "add", name},
 		{"ip", "link", "add", veth + "a", "type", "veth", "peer", "name", veth + "b"},
 	}
 	if o.Network != nil {
@@ -347,8 +370,10 @@ func NewNetwork(name string) (*Network, error) { return NewNetworkMTU(name, 0) }
 // on clouds and VPNs whose links carry less than Ethernet's 1500 bytes.
 func NewNetworkMTU(name string, mtu int) (*Network, error) {
 	n := &Network{Name: name, MTU: mtu}
+	if err := addNetns(name); err != nil {
+		return nil, err
+	}
 	steps := [][]string{
-		{"ip", "netns", "add", name},
 		{"ip", "-n", name, "link", "add", bridgeName, "type", "bridge"},
 	}
 	if mtu > 0 {
@@ -411,8 +436,10 @@ type Router struct {
 // whatever was created is removed.
 func NewRouter(name string, legs ...Leg) (*Router, error) {
 	r := &Router{Name: name}
+	if err := addNetns(name); err != nil {
+		return nil, err
+	}
 	steps := [][]string{
-		{"ip", "netns", "add", name},
 		{"ip", "-n", name, "link", "set", "lo", "up"},
 		{"ip", "netns", "exec", name, "sysctl", "-qw", "net.ipv4.ip_forward=1"},
 	}

@@ -137,3 +137,50 @@ func rootLinks(t *testing.T) map[string]bool {
 	}
 	return names
 }
+
+// TestStaleNamespace: a namespace of a test's name left empty by a run
+// killed before its cleanup is replaced; one with a process in it is
+// refused and left as it is.
+func TestStaleNamespace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes network namespaces; runs without -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (network namespaces)")
+	}
+	const name = "kbnt-stale"
+	defer exec.Command("ip", "netns", "del", name).Run()
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	n, err := NewNetwork(name)
+	if err != nil {
+		t.Fatalf("a namespace left empty: %v", err)
+	}
+	if out, err := exec.Command("ip", "-n", name, "link", "show", bridgeName).CombinedOutput(); err != nil {
+		t.Fatalf("the network's bridge: %v: %s", err, out)
+	}
+	sleep := exec.Command("ip", "netns", "exec", name, "sleep", "60")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	// Until the sleep runs in the namespace.
+	for i := 0; ; i++ {
+		out, _ := exec.Command("ip", "netns", "pids", name).Output()
+		if len(strings.Fields(string(out))) > 0 {
+			break
+		}
+		if i == 100 {
+			t.Fatal("the sleep never showed in the namespace")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := NewRouter(name); err == nil || !strings.Contains(err.Error(), "with processes") {
+		t.Fatalf("a namespace in use: got %v, want it refused", err)
+	}
+	if out, err := exec.Command("ip", "-n", name, "link", "show", bridgeName).CombinedOutput(); err != nil {
+		t.Fatalf("the namespace in use was touched: %v: %s", err, out)
+	}
+	n.Close()
+}
