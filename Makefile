@@ -50,11 +50,14 @@ build-next: helpers
 helpers:
 	go run ./hack/helpers -o pkg/helpers/bin
 
+# The Go API module (api/, a module of its own) first.
 test-short:
+	cd api && go test -short ./...
 	go test -short ./...
 
 # The full suite: unit tests, then the end-to-end tests against the binary.
 test: build build-next
+	cd api && go test -count=1 ./...
 	KUBEBOOT_BINARY=$(CURDIR)/$(OUT)/kubeboot KUBEBOOT_NEXT_BINARY=$(CURDIR)/$(OUT)/kubeboot-next go test -count=1 -timeout 60m ./...
 
 # The lifecycle API's examples, run alone: a control plane, then a

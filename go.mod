@@ -13,6 +13,7 @@ require (
 	github.com/google/go-containerregistry v0.22.0
 	github.com/inetaf/tcpproxy v0.0.0-20260515195445-c159a6051109
 	github.com/klauspost/compress v1.20.0
+	github.com/kubeboot/kubeboot/api v0.0.0-00010101000000-000000000000
 	github.com/miekg/dns v1.1.72
 	github.com/pelletier/go-toml/v2 v2.4.3
 	github.com/rancher/local-path-provisioner v0.0.30
@@ -347,3 +348,5 @@ replace (
 )
 
 replace github.com/cloudnativelabs/kube-router/v2 => ./third_party/kube-router
+
+replace github.com/kubeboot/kubeboot/api => ./api

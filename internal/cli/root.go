@@ -80,6 +80,7 @@ with every component embedded in this one binary and nothing to download.
 		newImagesCommand(g, s),
 		newHelpersCommand(g, s),
 		newVersionCommand(s),
+		newAPICommand(s),
 	)
 	cmd.AddCommand(newOwnComponentCommands(g, s)...)
 	return cmd

@@ -1,0 +1,313 @@
+// Package cluster brings up Kubernetes clusters with kubeboot from any Go
+// module: `go get github.com/kubeboot/kubeboot/api` and nothing else, no
+// replace lines. Init makes a host (or a directory of it) the first
+// control plane of a cluster, Join adds a node, Reset removes everything
+// kubeboot made.
+//
+// The work is done by the kubeboot binary, which carries every component
+// (Binary: by default the `kubeboot` on PATH): this package sends it one
+// typed request (package wire) per call and reads its typed answer, as
+// kind's pkg/cluster drives its node containers. That keeps Kubernetes'
+// and kubeadm's code, and the module graph they need, inside the binary:
+// this module depends on the standard library alone.
+//
+// A control plane for tests, as envtest gives one, is Init with
+// ControlPlaneOnly: etcd, the API server, the controller-manager and the
+// scheduler under a directory of the caller's, without root privileges
+// and with nothing to download.
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kubeboot/kubeboot/api/wire"
+)
+
+// Node says which binary runs the node, where the node lives and where its
+// log lines go: the options every call shares.
+type Node struct {
+	// Binary is the kubeboot binary; "" is the `kubeboot` on PATH. The
+	// node daemon Init and Join start runs every component from it.
+	Binary string
+	// Root is the prefix every path of the node sits under; "" is the
+	// host itself. Several nodes can share a host under distinct roots.
+	Root string
+	// Out receives the phases' log lines (kubeadm's); nil discards them.
+	Out io.Writer
+	// SkipPhases lists phases to leave out, with their sub-phases
+	// ("addon/coredns").
+	SkipPhases []string
+	// IgnorePreflightErrors are preflight checks whose errors are shown
+	// as warnings ("all" for every one).
+	IgnorePreflightErrors []string
+}
+
+func (n Node) wire() wire.Node {
+	return wire.Node{Root: n.Root, SkipPhases: n.SkipPhases, IgnorePreflightErrors: n.IgnorePreflightErrors}
+}
+
+// InitOptions are what `kubeboot init` takes.
+type InitOptions struct {
+	Node
+	// Config holds kubeadm v1beta4 documents (InitConfiguration,
+	// ClusterConfiguration, KubeletConfiguration, KubeProxyConfiguration)
+	// as a `--config` file holds them; nil means every default. The binary
+	// applies kubeadm's defaults and validates them with kubeadm's own
+	// code before anything is written; a refusal is a *ConfigError.
+	Config []byte
+	// NodeName and AdvertiseAddress, when set, override the documents'.
+	NodeName, AdvertiseAddress string
+	// ControlPlaneOnly brings up etcd, the API server, the
+	// controller-manager and the scheduler without the node side: no
+	// kubelet, no containerd, no root privileges needed.
+	ControlPlaneOnly bool
+	// SingleNode leaves the control-plane taint off.
+	SingleNode bool
+	// Hardened turns on what the CIS benchmark asks (init --hardened).
+	Hardened bool
+	// UploadCerts uploads the control-plane certificates so that more
+	// control planes can join (InitResult.ControlPlaneJoin).
+	UploadCerts bool
+}
+
+// InitResult is what a caller needs once the control plane runs.
+type InitResult struct {
+	// NodeName is the control-plane node's name.
+	NodeName string
+	// AdminKubeconfig is the path of the cluster administrator's
+	// kubeconfig (admin.conf under Root), for clientcmd.
+	AdminKubeconfig string
+	// APIServer is the URL every kubeconfig names.
+	APIServer string
+	// Join is what a worker needs to join; ControlPlaneJoin, with
+	// UploadCerts, what another control plane needs.
+	Join, ControlPlaneJoin *JoinCommand
+}
+
+// JoinCommand is what a node needs to join a cluster.
+type JoinCommand struct {
+	// Endpoint is the API server endpoint, host:port.
+	Endpoint string
+	// Token is the bootstrap token; CACertHash pins the cluster CA's
+	// public key, "sha256:<hex>".
+	Token, CACertHash string
+	// ControlPlane joins a control plane; CertificateKey decrypts the
+	// certificates init uploaded.
+	ControlPlane   bool
+	CertificateKey string
+}
+
+// JoinOptions are what `kubeboot join` takes.
+type JoinOptions struct {
+	Node
+	// Command is the cluster to join, as InitResult gives it; Config, when
+	// set, is a JoinConfiguration document used instead.
+	Command  *JoinCommand
+	Config   []byte
+	NodeName string
+}
+
+// JoinResult is what a caller needs once the node has joined.
+type JoinResult struct {
+	NodeName     string
+	ControlPlane bool
+	// Kubeconfig is the kubelet's kubeconfig; AdminKubeconfig, on a
+	// control plane, admin.conf.
+	Kubeconfig, AdminKubeconfig string
+}
+
+// ResetOptions are what `kubeboot reset --force` takes.
+type ResetOptions struct {
+	Node
+}
+
+// Versions are what a kubeboot binary is and carries.
+type Versions = wire.Versions
+
+// VersionError is a binary this package does not speak with.
+type VersionError struct {
+	Binary string
+	// Speaks is the binary's protocol version ("" for a binary without
+	// the API); Want this package's.
+	Speaks, Want string
+	// Versions are the binary's; Module this package's module version.
+	Versions Versions
+	Module   string
+}
+
+func (e *VersionError) Error() string {
+	if e.Speaks == "" {
+		return fmt.Sprintf("kubeboot binary %s has no Go API (`kubeboot api`): it is older than this package (module github.com/kubeboot/kubeboot/api %s, protocol %s); use a kubeboot binary of the same release", e.Binary, e.Module, e.Want)
+	}
+	return fmt.Sprintf("kubeboot binary %s (kubeboot %s, Kubernetes %s) speaks %s; this package (module github.com/kubeboot/kubeboot/api %s) speaks %s: use the binary and the module of one release", e.Binary, e.Versions.Kubeboot, e.Versions.Kubernetes, e.Speaks, e.Module, e.Want)
+}
+
+// ConfigError is configuration the binary refused: the document, its
+// first line and kind, and the fields kubeadm's validation named.
+type ConfigError struct {
+	Message  string
+	Document int
+	Line     int
+	Kind     string
+	Fields   []string
+}
+
+func (e *ConfigError) Error() string { return e.Message }
+
+// Version returns the binary's versions, after checking that it speaks
+// this package's protocol.
+func Version(ctx context.Context, n Node) (Versions, error) {
+	r, err := call(ctx, n, wire.Request{Version: &wire.VersionRequest{}}, false)
+	if err != nil {
+		return Versions{}, err
+	}
+	return r.Binary, nil
+}
+
+// Init makes the node the first control plane of a new cluster and, unless
+// ControlPlaneOnly, a node of it, as `kubeboot init` does. The node daemon
+// it starts keeps running after Init returns; Reset stops it. When ctx is
+// cancelled, the binary stops what it started and Init returns ctx's error.
+func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
+	r, err := call(ctx, o.Node, wire.Request{Init: &wire.InitRequest{
+		Node: o.wire(), Config: o.Config, NodeName: o.NodeName, AdvertiseAddress: o.AdvertiseAddress,
+		ControlPlaneOnly: o.ControlPlaneOnly, SingleNode: o.SingleNode, Hardened: o.Hardened, UploadCerts: o.UploadCerts,
+	}}, true)
+	if err != nil {
+		return nil, err
+	}
+	if r.Init == nil {
+		return nil, fmt.Errorf("kubeboot binary %s answered init with no result", binary(o.Node))
+	}
+	return &InitResult{
+		NodeName: r.Init.NodeName, AdminKubeconfig: r.Init.AdminKubeconfig, APIServer: r.Init.APIServer,
+		Join: fromWire(r.Init.Join), ControlPlaneJoin: fromWire(r.Init.ControlPlaneJoin),
+	}, nil
+}
+
+// Join makes the node a node of an existing cluster, as `kubeboot join`
+// does: a worker, or a control plane with Command.ControlPlane.
+func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
+	req := &wire.JoinRequest{Node: o.wire(), Config: o.Config, NodeName: o.NodeName}
+	if c := o.Command; c != nil {
+		req.Command = &wire.JoinCommand{Endpoint: c.Endpoint, Token: c.Token, CACertHash: c.CACertHash, ControlPlane: c.ControlPlane, CertificateKey: c.CertificateKey}
+	}
+	r, err := call(ctx, o.Node, wire.Request{Join: req}, true)
+	if err != nil {
+		return nil, err
+	}
+	if r.Join == nil {
+		return nil, fmt.Errorf("kubeboot binary %s answered join with no result", binary(o.Node))
+	}
+	return &JoinResult{NodeName: r.Join.NodeName, ControlPlane: r.Join.ControlPlane, Kubeconfig: r.Join.Kubeconfig, AdminKubeconfig: r.Join.AdminKubeconfig}, nil
+}
+
+// Reset stops the node daemon and every component it runs, takes the node
+// out of its cluster and removes everything kubeboot made on it, as
+// `kubeboot reset --force` does. Running it again is a no-op.
+func Reset(ctx context.Context, o ResetOptions) error {
+	_, err := call(ctx, o.Node, wire.Request{Reset: &wire.ResetRequest{Node: o.wire()}}, true)
+	return err
+}
+
+func fromWire(c *wire.JoinCommand) *JoinCommand {
+	if c == nil {
+		return nil
+	}
+	return &JoinCommand{Endpoint: c.Endpoint, Token: c.Token, CACertHash: c.CACertHash, ControlPlane: c.ControlPlane, CertificateKey: c.CertificateKey}
+}
+
+func binary(n Node) string {
+	if n.Binary == "" {
+		return "kubeboot"
+	}
+	return n.Binary
+}
+
+// moduleVersion is this module's version in the program's build, as
+// `go version -m` shows it.
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/kubeboot/kubeboot/api" {
+				if d.Replace != nil {
+					return d.Version + " (replaced by " + d.Replace.Path + ")"
+				}
+				return d.Version
+			}
+		}
+	}
+	return "(unknown)"
+}
+
+// call checks the binary's protocol version, unless the request is the
+// version request itself, then sends req and reads the answer.
+func call(ctx context.Context, n Node, req wire.Request, check bool) (*wire.Response, error) {
+	if check {
+		if _, err := Version(ctx, n); err != nil {
+			return nil, err
+		}
+	}
+	req.APIVersion = wire.APIVersion
+	in, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	bin := binary(n)
+	cmd := exec.CommandContext(ctx, bin, "api")
+	// The binary stops what it started on SIGTERM, as on Ctrl-C.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 2 * time.Minute
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin = bytes.NewReader(in)
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if n.Out != nil {
+		cmd.Stderr = io.MultiWriter(&stderr, n.Out)
+	}
+	runErr := cmd.Run()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	var resp wire.Response
+	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil || resp.APIVersion == "" {
+		if runErr != nil && strings.Contains(stderr.String(), `unknown command "api"`) {
+			return nil, &VersionError{Binary: bin, Want: wire.APIVersion, Module: moduleVersion()}
+		}
+		if runErr != nil {
+			return nil, fmt.Errorf("kubeboot binary %s: %v: %s", bin, runErr, lastLines(stderr.String(), 10))
+		}
+		return nil, fmt.Errorf("kubeboot binary %s answered no response: %v", bin, err)
+	}
+	if resp.APIVersion != wire.APIVersion {
+		return nil, &VersionError{Binary: bin, Speaks: resp.APIVersion, Want: wire.APIVersion, Versions: resp.Binary, Module: moduleVersion()}
+	}
+	if e := resp.Error; e != nil {
+		if e.Document > 0 || e.Kind != "" || len(e.Fields) > 0 {
+			return nil, &ConfigError{Message: e.Message, Document: e.Document, Line: e.Line, Kind: e.Kind, Fields: e.Fields}
+		}
+		return nil, errors.New(e.Message)
+	}
+	if runErr != nil {
+		return nil, fmt.Errorf("kubeboot binary %s: %v: %s", bin, runErr, lastLines(stderr.String(), 10))
+	}
+	return &resp, nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

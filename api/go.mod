@@ -1,0 +1,3 @@
+module github.com/kubeboot/kubeboot/api
+
+go 1.26

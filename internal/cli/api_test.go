@@ -1,0 +1,43 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/kubeboot/kubeboot/api/wire"
+	"github.com/kubeboot/kubeboot/pkg/version"
+)
+
+// TestAPIAnswers: the binary's side of the Go API, on requests refused
+// before anything is written: another protocol version, and documents
+// kubeadm's validation refuses, which come back with the document, its
+// line and kind, and the field.
+func TestAPIAnswers(t *testing.T) {
+	var log bytes.Buffer
+	s := Streams{Out: &log, Err: &log}
+	r := answer(context.Background(), s, nil, wire.Request{APIVersion: "api.kubeboot.io/v0", Init: &wire.InitRequest{}})
+	if r.APIVersion != wire.APIVersion || r.Binary.Kubernetes != version.Kubernetes || r.Error == nil || !strings.Contains(r.Error.Message, "api.kubeboot.io/v0") {
+		t.Errorf("another version: %+v", r)
+	}
+	docs := `apiVersion: kubeadm.k8s.io/v1beta4
+kind: InitConfiguration
+---
+# the cluster
+apiVersion: kubeadm.k8s.io/v1beta4
+kind: ClusterConfiguration
+networking:
+  podSubnet: not-a-cidr
+`
+	r = answer(context.Background(), s, nil, wire.Request{APIVersion: wire.APIVersion, Init: &wire.InitRequest{
+		Node: wire.Node{Root: t.TempDir()}, Config: []byte(docs), AdvertiseAddress: "10.0.0.1", NodeName: "n",
+	}})
+	e := r.Error
+	if e == nil || r.Init != nil {
+		t.Fatalf("invalid documents: %+v", r)
+	}
+	if e.Document != 2 || e.Kind != "ClusterConfiguration" || e.Line != 4 || len(e.Fields) == 0 || e.Fields[0] != "networking.podSubnet" {
+		t.Errorf("invalid documents: %+v", e)
+	}
+}
