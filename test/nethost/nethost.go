@@ -130,25 +130,86 @@ func run(name string, args ...string) error {
 	return nil
 }
 
-// addNetns creates the network namespace name. One of that name with no
-// process in it is what a run of the tests killed before its cleanup left
-// (the names are the tests' own): it is removed first. One with processes
-// is refused, and left as it is.
+// netnsLocks are the locks of the network namespaces this process made:
+// each is held, with flock, from addNetns to delNetns, and the kernel
+// drops it when the process dies, however it dies.
+var netnsLocks = struct {
+	sync.Mutex
+	files map[string]*os.File
+}{files: map[string]*os.File{}}
+
+// netnsLockDir holds one lock file per namespace name the tests use.
+const netnsLockDir = "/run/kubeboot-nethost"
+
+// addNetns creates the network namespace name and holds its lock. One of
+// that name already there whose lock nobody holds is what a run of the
+// tests killed before its cleanup left (the names are the tests' own): it
+// is removed first, unless processes still run in it (left running by
+// that run: refused, and left as it is). One whose lock is held belongs
+// to a run of the tests going on now: refused.
 func addNetns(name string) error {
-	if _, err := os.Stat(filepath.Join("/run/netns", name)); err == nil {
-		out, err := exec.Command("ip", "netns", "pids", name).Output()
-		if err != nil {
-			return fmt.Errorf("network namespace %s exists and its processes cannot be listed: %v", name, err)
-		}
-		if pids := strings.Fields(string(out)); len(pids) > 0 {
-			return fmt.Errorf("network namespace %s exists with processes %s in it: another run of the tests uses it", name, strings.Join(pids, " "))
-		}
-		if err := run("ip", "netns", "del", name); err != nil {
-			return err
-		}
-		fmt.Fprintf(os.Stderr, "nethost: removed network namespace %s, left empty by an earlier run\n", name)
+	if err := os.MkdirAll(netnsLockDir, 0o755); err != nil {
+		return err
 	}
-	return run("ip", "netns", "add", name)
+	f, err := os.OpenFile(filepath.Join(netnsLockDir, name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return fmt.Errorf("network namespace %s belongs to another run of the tests going on now (its lock %s is held)", name, f.Name())
+	}
+	if err := replaceStale(name); err != nil {
+		releaseLock(f)
+		return err
+	}
+	if err := run("ip", "netns", "add", name); err != nil {
+		releaseLock(f)
+		return err
+	}
+	netnsLocks.Lock()
+	netnsLocks.files[name] = f
+	netnsLocks.Unlock()
+	return nil
+}
+
+// replaceStale removes a namespace name that no running test holds.
+func replaceStale(name string) error {
+	if _, err := os.Stat(filepath.Join("/run/netns", name)); err != nil {
+		return nil
+	}
+	out, err := exec.Command("ip", "netns", "pids", name).Output()
+	if err != nil {
+		return fmt.Errorf("network namespace %s exists and its processes cannot be listed: %v", name, err)
+	}
+	if pids := strings.Fields(string(out)); len(pids) > 0 {
+		return fmt.Errorf("network namespace %s, left by an earlier run of the tests, still has processes %s in it: end them", name, strings.Join(pids, " "))
+	}
+	if err := run("ip", "netns", "del", name); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "nethost: removed network namespace %s, left by an earlier run\n", name)
+	return nil
+}
+
+// delNetns removes the namespace name and lets its lock go.
+func delNetns(name string) error {
+	err := run("ip", "netns", "del", name)
+	netnsLocks.Lock()
+	if f := netnsLocks.files[name]; f != nil {
+		releaseLock(f)
+		delete(netnsLocks.files, name)
+	}
+	netnsLocks.Unlock()
+	return err
+}
+
+// releaseLock removes a lock file this process holds, then lets it go:
+// nothing of the test is left.
+func releaseLock(f *os.File) {
+	os.Remove(f.Name())
+	os.Remove(netnsLockDir) // when no other name's lock is in it
+	f.Close()
 }
 
 // Options shape a host beyond its name and address.
@@ -414,7 +475,7 @@ func (n *Network) plugSteps(peer string) [][]string {
 
 // Close removes the network's namespace, its bridge and the hosts' peers
 // plugged into it.
-func (n *Network) Close() error { return run("ip", "netns", "del", n.Name) }
+func (n *Network) Close() error { return delNetns(n.Name) }
 
 // Leg is a router's connection to one network: its address there, with
 // the prefix length (10.206.0.1/24), which hosts on that network name as
@@ -472,7 +533,7 @@ func NewRouter(name string, legs ...Leg) (*Router, error) {
 
 // Close removes the router's namespace and its legs (their peers on the
 // networks' bridges go with them).
-func (r *Router) Close() error { return run("ip", "netns", "del", r.Name) }
+func (r *Router) Close() error { return delNetns(r.Name) }
 
 // Command returns a command that runs inside the host (its network, mount
 // and UTS namespaces).
@@ -576,7 +637,7 @@ func (h *Host) Close() error {
 	}
 	time.Sleep(50 * time.Millisecond)
 	Reap()
-	_ = run("ip", "netns", "del", h.Name)
+	_ = delNetns(h.Name)
 	for i := len(h.made) - 1; i >= 0; i-- {
 		os.Remove(h.made[i]) // empty once the holder's mounts are gone
 	}

@@ -138,9 +138,9 @@ func rootLinks(t *testing.T) map[string]bool {
 	return names
 }
 
-// TestStaleNamespace: a namespace of a test's name left empty by a run
-// killed before its cleanup is replaced; one with a process in it is
-// refused and left as it is.
+// TestStaleNamespace: a namespace of a test's name left by a run killed
+// before its cleanup is replaced; one a running test holds, or one with a
+// process still in it, is refused and left as it is.
 func TestStaleNamespace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("makes network namespaces; runs without -short")
@@ -150,16 +150,31 @@ func TestStaleNamespace(t *testing.T) {
 	}
 	const name = "kbnt-stale"
 	defer exec.Command("ip", "netns", "del", name).Run()
-	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add: %v: %s", err, out)
+	add := func() {
+		t.Helper()
+		if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+			t.Fatalf("ip netns add: %v: %s", err, out)
+		}
 	}
+	add()
 	n, err := NewNetwork(name)
 	if err != nil {
-		t.Fatalf("a namespace left empty: %v", err)
+		t.Fatalf("a namespace left by a killed run: %v", err)
 	}
-	if out, err := exec.Command("ip", "-n", name, "link", "show", bridgeName).CombinedOutput(); err != nil {
-		t.Fatalf("the network's bridge: %v: %s", err, out)
+	bridgeThere := func(what string) {
+		t.Helper()
+		if out, err := exec.Command("ip", "-n", name, "link", "show", bridgeName).CombinedOutput(); err != nil {
+			t.Fatalf("%s: the network's bridge: %v: %s", what, err, out)
+		}
 	}
+	bridgeThere("replaced")
+	if _, err := NewRouter(name); err == nil || !strings.Contains(err.Error(), "another run") {
+		t.Fatalf("a namespace a running test holds: got %v, want it refused", err)
+	}
+	bridgeThere("after a refusal")
+	n.Close()
+
+	add()
 	sleep := exec.Command("ip", "netns", "exec", name, "sleep", "60")
 	if err := sleep.Start(); err != nil {
 		t.Fatal(err)
@@ -176,11 +191,10 @@ func TestStaleNamespace(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := NewRouter(name); err == nil || !strings.Contains(err.Error(), "with processes") {
-		t.Fatalf("a namespace in use: got %v, want it refused", err)
+	if _, err := NewRouter(name); err == nil || !strings.Contains(err.Error(), "still has processes") {
+		t.Fatalf("a namespace with a process left in it: got %v, want it refused", err)
 	}
-	if out, err := exec.Command("ip", "-n", name, "link", "show", bridgeName).CombinedOutput(); err != nil {
-		t.Fatalf("the namespace in use was touched: %v: %s", err, out)
+	if out, _ := exec.Command("ip", "netns", "pids", name).Output(); len(strings.Fields(string(out))) == 0 {
+		t.Fatal("the namespace with a process was replaced")
 	}
-	n.Close()
 }
