@@ -177,7 +177,8 @@ func Version(ctx context.Context, n Node) (Versions, error) {
 // Init makes the node the first control plane of a new cluster and, unless
 // ControlPlaneOnly, a node of it, as `kubeboot init` does. The node daemon
 // it starts keeps running after Init returns; Reset stops it. When ctx is
-// cancelled, the binary stops what it started and Init returns ctx's error.
+// cancelled, the binary is sent SIGTERM, stops what it started, and Init
+// returns ctx's error joined with the binary's.
 func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 	r, err := call(ctx, o.Node, wire.Request{Init: &wire.InitRequest{
 		Node: o.wire(), Config: o.Config, NodeName: o.NodeName, AdvertiseAddress: o.AdvertiseAddress,
@@ -276,31 +277,34 @@ func call(ctx context.Context, n Node, req wire.Request, check bool) (*wire.Resp
 		cmd.Stderr = io.MultiWriter(&stderr, n.Out)
 	}
 	runErr := cmd.Run()
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
 	var resp wire.Response
 	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil || resp.APIVersion == "" {
-		if runErr != nil && strings.Contains(stderr.String(), `unknown command "api"`) {
+		switch {
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("kubeboot binary %s stopped: %w", bin, ctx.Err())
+		case runErr != nil && strings.Contains(stderr.String(), `unknown command "api"`):
 			return nil, &VersionError{Binary: bin, Want: wire.APIVersion, Module: moduleVersion()}
-		}
-		if runErr != nil {
+		case runErr != nil:
 			return nil, fmt.Errorf("kubeboot binary %s: %v: %s", bin, runErr, lastLines(stderr.String(), 10))
+		default:
+			return nil, fmt.Errorf("kubeboot binary %s answered no response (standard output: %q)", bin, lastLines(stdout.String(), 3))
 		}
-		return nil, fmt.Errorf("kubeboot binary %s answered no response: %v", bin, err)
 	}
 	if resp.APIVersion != wire.APIVersion {
 		return nil, &VersionError{Binary: bin, Speaks: resp.APIVersion, Want: wire.APIVersion, Versions: resp.Binary, Module: moduleVersion()}
 	}
 	if e := resp.Error; e != nil {
+		var err error = errors.New(e.Message)
 		if e.Document > 0 || e.Kind != "" || len(e.Fields) > 0 {
-			return nil, &ConfigError{Message: e.Message, Document: e.Document, Line: e.Line, Kind: e.Kind, Fields: e.Fields}
+			err = &ConfigError{Message: e.Message, Document: e.Document, Line: e.Line, Kind: e.Kind, Fields: e.Fields}
 		}
-		return nil, errors.New(e.Message)
+		if ctx.Err() != nil {
+			// The binary's own account of what it stopped comes with it.
+			return nil, errors.Join(ctx.Err(), err)
+		}
+		return nil, err
 	}
-	if runErr != nil {
-		return nil, fmt.Errorf("kubeboot binary %s: %v: %s", bin, runErr, lastLines(stderr.String(), 10))
-	}
+	// An operation that finished as ctx ended still ran: its result counts.
 	return &resp, nil
 }
 

@@ -20,7 +20,8 @@ import (
 // newAPICommand answers one request of kubeboot's Go API module
 // (github.com/kubeboot/kubeboot/api): a wire.Request on standard input, a
 // wire.Response on standard output, the phases' log lines on standard
-// error. Not for people: the module's package cluster calls it.
+// error. Not for people: the module's package cluster calls it. It exits
+// non-zero when the operation failed, after writing the response.
 func newAPICommand(s Streams) *cobra.Command {
 	return &cobra.Command{
 		Use:    "api",
@@ -29,19 +30,36 @@ func newAPICommand(s Streams) *cobra.Command {
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var req wire.Request
-			resp := answer(cmd.Context(), s, json.NewDecoder(s.In).Decode(&req), req)
-			return json.NewEncoder(s.Out).Encode(resp)
+			dec := json.NewDecoder(s.In)
+			// A field this binary does not know is an option it would
+			// drop: refused (the API module is newer than the binary).
+			dec.DisallowUnknownFields()
+			resp := answer(cmd.Context(), s, dec.Decode(&req), req)
+			if err := json.NewEncoder(s.Out).Encode(resp); err != nil {
+				return err
+			}
+			if resp.Error != nil {
+				return errors.New(resp.Error.Message)
+			}
+			return nil
 		},
 	}
 }
 
 // answer runs req (unless it could not be read: readErr) and returns the
 // response, the operation's failure in its Error.
-func answer(ctx context.Context, s Streams, readErr error, req wire.Request) wire.Response {
-	resp := wire.Response{APIVersion: wire.APIVersion, Binary: wire.Versions{
+func answer(ctx context.Context, s Streams, readErr error, req wire.Request) (resp wire.Response) {
+	resp = wire.Response{APIVersion: wire.APIVersion, Binary: wire.Versions{
 		Kubeboot: version.Kubeboot, GitCommit: version.GitCommit, Kubernetes: version.Kubernetes, Etcd: version.Etcd,
 	}}
 	var err error
+	defer func() {
+		// A panic still answers: the caller gets it as the error.
+		if p := recover(); p != nil {
+			resp.Init, resp.Join = nil, nil
+			resp.Error = &wire.Error{Message: fmt.Sprintf("kubeboot api: panic: %v", p)}
+		}
+	}()
 	switch {
 	case readErr != nil:
 		err = fmt.Errorf("reading the request: %w", readErr)
@@ -86,6 +104,11 @@ func apiInit(ctx context.Context, out io.Writer, r *wire.InitRequest) (*wire.Ini
 	if err != nil {
 		return nil, err
 	}
+	if len(r.Config) > 0 {
+		if err := c.NeedInit(); err != nil {
+			return nil, err
+		}
+	}
 	c.EnsureInit()
 	if r.NodeName != "" {
 		c.Init.NodeRegistration.Name = r.NodeName
@@ -113,9 +136,14 @@ func apiInit(ctx context.Context, out io.Writer, r *wire.InitRequest) (*wire.Ini
 func apiJoin(ctx context.Context, out io.Writer, r *wire.JoinRequest) (*wire.JoinResult, error) {
 	var c *config.Config
 	switch {
+	case len(r.Config) > 0 && r.Command != nil:
+		return nil, errors.New("join is given both a command and a JoinConfiguration: give the cluster in one place")
 	case len(r.Config) > 0:
 		var err error
 		if c, err = config.Parse("config", r.Config); err != nil {
+			return nil, err
+		}
+		if err := c.NeedJoin(); err != nil {
 			return nil, err
 		}
 	case r.Command != nil:
@@ -124,7 +152,7 @@ func apiJoin(ctx context.Context, out io.Writer, r *wire.JoinRequest) (*wire.Joi
 	default:
 		return nil, errors.New("join needs a command (endpoint, token, CA hash) or a JoinConfiguration")
 	}
-	if r.NodeName != "" && c.Join != nil {
+	if r.NodeName != "" {
 		c.Join.NodeRegistration.Name = r.NodeName
 	}
 	rt, err := apiRuntime(r.Node)

@@ -41,3 +41,29 @@ networking:
 		t.Errorf("invalid documents: %+v", e)
 	}
 }
+
+// TestAPIRefusesDocuments: documents meant for another command, and a join
+// given its cluster twice, are refused before anything is written.
+func TestAPIRefusesDocuments(t *testing.T) {
+	var log bytes.Buffer
+	s := Streams{Out: &log, Err: &log}
+	kubelet := "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+	r := answer(context.Background(), s, nil, wire.Request{APIVersion: wire.APIVersion, Init: &wire.InitRequest{
+		Node: wire.Node{Root: t.TempDir()}, Config: []byte(kubelet), AdvertiseAddress: "10.0.0.1",
+	}})
+	if r.Error == nil || !strings.Contains(r.Error.Message, "no InitConfiguration or ClusterConfiguration") {
+		t.Errorf("init with a KubeletConfiguration alone: %+v", r.Error)
+	}
+	r = answer(context.Background(), s, nil, wire.Request{APIVersion: wire.APIVersion, Join: &wire.JoinRequest{
+		Node: wire.Node{Root: t.TempDir()}, Config: []byte(kubelet),
+	}})
+	if r.Error == nil || !strings.Contains(r.Error.Message, "no JoinConfiguration") {
+		t.Errorf("join with a KubeletConfiguration alone: %+v", r.Error)
+	}
+	r = answer(context.Background(), s, nil, wire.Request{APIVersion: wire.APIVersion, Join: &wire.JoinRequest{
+		Node: wire.Node{Root: t.TempDir()}, Config: []byte(kubelet), Command: &wire.JoinCommand{Endpoint: "10.0.0.1:6443"},
+	}})
+	if r.Error == nil || !strings.Contains(r.Error.Message, "in one place") {
+		t.Errorf("join given its cluster twice: %+v", r.Error)
+	}
+}

@@ -114,8 +114,8 @@ func LoadInit(f *InitFlags, given Given, h Host) (*Config, error) {
 		if c, err = ReadFile(f.ConfigFile); err != nil {
 			return nil, err
 		}
-		if c.Init == nil && c.Cluster == nil {
-			return nil, &DocError{Source: f.ConfigFile, Err: fmt.Errorf("no InitConfiguration or ClusterConfiguration document: `init` needs at least one of them")}
+		if err := c.NeedInit(); err != nil {
+			return nil, err
 		}
 		c.EnsureInit()
 		if given.Has(FlagNodeName) {

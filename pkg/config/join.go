@@ -47,8 +47,8 @@ func LoadJoin(f *JoinFlags, given Given, args []string, h Host) (*Config, error)
 		if c, err = ReadFile(f.ConfigFile); err != nil {
 			return nil, err
 		}
-		if c.Join == nil {
-			return nil, &DocError{Source: f.ConfigFile, Err: fmt.Errorf("no JoinConfiguration document: `join` needs one")}
+		if err := c.NeedJoin(); err != nil {
+			return nil, err
 		}
 		if len(args) > 0 {
 			return nil, fmt.Errorf("the API server endpoint %q is given both as an argument and by --config %s: give it in one place", args[0], f.ConfigFile)

@@ -58,6 +58,23 @@ type Config struct {
 	docs map[string]docRef
 }
 
+// NeedInit refuses documents that hold neither an InitConfiguration nor a
+// ClusterConfiguration: what init was given is meant for something else.
+func (c *Config) NeedInit() error {
+	if c.Init == nil && c.Cluster == nil {
+		return &DocError{Source: c.Source, Err: fmt.Errorf("no InitConfiguration or ClusterConfiguration document: `init` needs at least one of them")}
+	}
+	return nil
+}
+
+// NeedJoin refuses documents without a JoinConfiguration.
+func (c *Config) NeedJoin() error {
+	if c.Join == nil {
+		return &DocError{Source: c.Source, Err: fmt.Errorf("no JoinConfiguration document: `join` needs one")}
+	}
+	return nil
+}
+
 type docRef struct {
 	index int // 1-based
 	line  int // 1-based first line

@@ -23,6 +23,7 @@ const program = `package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -37,31 +38,35 @@ import (
 )
 
 func main() {
-	root, err := os.MkdirTemp("", "kubeboot-")
-	if err != nil {
+	if err := run(context.Background()); err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(root)
-	ctx := context.Background()
+}
+
+func run(ctx context.Context) (err error) {
+	root, err := os.MkdirTemp("", "kubeboot-")
+	if err != nil {
+		return err
+	}
+	node := cluster.Node{Root: root}
+	// Reset stops whatever Init started, also after a failure.
+	defer func() {
+		err = errors.Join(err, cluster.Reset(ctx, cluster.ResetOptions{Node: node}), os.RemoveAll(root))
+	}()
 	start := time.Now()
 	// etcd, kube-apiserver, the controller-manager and the scheduler under
 	// root, without root privileges, from the kubeboot binary on PATH.
-	res, err := cluster.Init(ctx, cluster.InitOptions{
-		Node:             cluster.Node{Root: root},
-		ControlPlaneOnly: true,
-	})
+	res, err := cluster.Init(ctx, cluster.InitOptions{Node: node, ControlPlaneOnly: true})
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
-	defer cluster.Reset(ctx, cluster.ResetOptions{Node: cluster.Node{Root: root}})
-
 	config, err := clientcmd.BuildConfigFromFlags("", res.AdminKubeconfig)
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	list, err := kubernetes.NewForConfigOrDie(config).CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		log.Fatal(err)
+		return err
 	}
 	var names []string
 	for _, ns := range list.Items {
@@ -69,6 +74,7 @@ func main() {
 	}
 	sort.Strings(names)
 	fmt.Printf("%s answered in %.1f s: namespaces %v\n", res.APIServer, time.Since(start).Seconds(), names)
+	return nil
 }
 `
 
@@ -86,10 +92,17 @@ func TestOutsideModule(t *testing.T) {
 	}
 	bin := os.Getenv("KUBEBOOT_BINARY")
 	if bin == "" {
-		bin, _ = filepath.Abs("../../_output/kubeboot")
+		bin = "../../_output/kubeboot"
 	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("kubeboot binary %s: %v (run `make build`)", bin, err)
+	bin, err := filepath.EvalSymlinks(bin)
+	if err == nil {
+		bin, err = filepath.Abs(bin)
+	}
+	if err != nil {
+		t.Fatalf("kubeboot binary: %v (run `make build`)", err)
+	}
+	if out, _ := exec.Command("go", "env", "GOPROXY").Output(); strings.TrimSpace(string(out)) == "off" {
+		t.Skip("GOPROXY=off: a fresh module needs the module proxy")
 	}
 	apiDir, err := filepath.Abs("../../api")
 	if err != nil {
@@ -104,13 +117,19 @@ func TestOutsideModule(t *testing.T) {
 		}
 	}
 	mod := filepath.Join(dir, "outside")
-	os.Mkdir(mod, 0o755)
-	os.WriteFile(filepath.Join(mod, "main.go"), []byte(program), 0o644)
+	if err := os.Mkdir(mod, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(mod, "main.go"), []byte(program), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	goCmd := func(args ...string) string {
 		t.Helper()
 		start := time.Now()
 		cmd := exec.Command("go", args...)
 		cmd.Dir = mod
+		// As a user's module: no workspace, no flags of kubeboot's build.
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -138,14 +157,16 @@ func TestOutsideModule(t *testing.T) {
 
 	// The binary where nobody may run it, on the program's PATH.
 	binDir := filepath.Join(dir, "bin")
-	os.Mkdir(binDir, 0o755)
+	if err := os.Mkdir(binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	if err := copyFile(bin, filepath.Join(binDir, "kubeboot")); err != nil {
 		t.Fatal(err)
 	}
-	tmp := filepath.Join(dir, "tmp")
-	os.Mkdir(tmp, 0o755)
-	if err := os.Chown(tmp, 65534, 65534); err != nil {
-		t.Fatal(err)
+	for _, p := range []string{binDir, filepath.Join(binDir, "kubeboot"), filepath.Join(dir, "outside-program")} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := nethost.BecomeSubreaper(); err != nil {
 		t.Fatal(err)
@@ -154,7 +175,16 @@ func TestOutsideModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The program's TMPDIR, where its node lives, is under the host's
+	// root: whatever a failed run leaves running, Close ends.
 	defer h.Close()
+	tmp := filepath.Join(h.Root, "tmp")
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(tmp, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
 	cmd := h.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
 		"env", "PATH="+binDir+":/usr/bin:/bin", "TMPDIR="+tmp, "HOME="+tmp, filepath.Join(dir, "outside-program"))
 	start := time.Now()
@@ -166,10 +196,24 @@ func TestOutsideModule(t *testing.T) {
 	if !regexp.MustCompile(`https://10\.217\.0\.2:6443 answered in [0-9.]+ s: namespaces \[default kube-node-lease kube-public kube-system\]`).MatchString(out) {
 		t.Errorf("no answering API server in the program's output:\n%s", out)
 	}
-	// Reset left nothing of the control plane in the program's TMPDIR.
-	if left, _ := filepath.Glob(filepath.Join(tmp, "*")); len(left) > 0 {
-		t.Errorf("left after Reset: %v", left)
+	// The program exits non-zero when Reset fails; and Reset stopped
+	// every process of the node.
+	if left := processesUnder(tmp); len(left) > 0 {
+		t.Errorf("running after Reset: %v", left)
 	}
+}
+
+// processesUnder returns the command lines that name dir.
+func processesUnder(dir string) []string {
+	var found []string
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range cmdlines {
+		b, err := os.ReadFile(f)
+		if err == nil && strings.Contains(string(b), dir) {
+			found = append(found, strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return found
 }
 
 func lastLine(s string) string {
