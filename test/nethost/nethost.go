@@ -13,8 +13,10 @@ package nethost
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -148,10 +150,7 @@ const netnsLockDir = "/run/kubeboot-nethost"
 // that run: refused, and left as it is). One whose lock is held belongs
 // to a run of the tests going on now: refused.
 func addNetns(name string) error {
-	if err := os.MkdirAll(netnsLockDir, 0o755); err != nil {
-		return err
-	}
-	f, err := os.OpenFile(filepath.Join(netnsLockDir, name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := openLock(name)
 	if err != nil {
 		return err
 	}
@@ -171,6 +170,20 @@ func addNetns(name string) error {
 	netnsLocks.files[name] = f
 	netnsLocks.Unlock()
 	return nil
+}
+
+// openLock opens (creates) the lock file of name. Another test process
+// removes the directory when its last lock goes: made again then.
+func openLock(name string) (*os.File, error) {
+	for i := 0; ; i++ {
+		if err := os.MkdirAll(netnsLockDir, 0o755); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(filepath.Join(netnsLockDir, name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+		if err == nil || !errors.Is(err, fs.ErrNotExist) || i == 10 {
+			return f, err
+		}
+	}
 }
 
 // replaceStale removes a namespace name that no running test holds.
