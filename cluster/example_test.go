@@ -33,8 +33,8 @@ func ExampleInit_controlPlaneOnly() {
 	defer os.RemoveAll(root)
 	ctx := context.Background()
 	c := &config.Config{Init: &kubeadmv1.InitConfiguration{}}
-	// One of this machine's addresses ("" picks the default route's);
-	// kube-apiserver refuses a loopback one.
+	// One of this machine's addresses ("" picks the default route's, or
+	// 127.0.0.1 on a machine without one).
 	c.Init.LocalAPIEndpoint.AdvertiseAddress = hostAddress
 	c.Init.NodeRegistration.Name = "example"
 	res, err := cluster.Init(ctx, cluster.InitOptions{

@@ -145,6 +145,13 @@ func (o *InitOptions) data() (*initphases.Data, workflow.Options, error) {
 	if err := c.DefaultInit(h); err != nil {
 		return nil, workflow.Options{}, err
 	}
+	c.ControlPlaneOnly = o.ControlPlaneOnly
+	if ep := &c.Init.LocalAPIEndpoint; o.ControlPlaneOnly && ep.AdvertiseAddress == "" {
+		// No default route (a CI container whose only address is
+		// loopback): a control plane alone can live there, as envtest's.
+		ep.AdvertiseAddress = "127.0.0.1"
+		fmt.Fprintln(o.Out, "[init] No default route to take the advertise address from: the control plane, alone, advertises 127.0.0.1")
+	}
 	if err := c.Validate(); err != nil {
 		return nil, workflow.Options{}, err
 	}

@@ -89,3 +89,30 @@ func TestFlagValue(t *testing.T) {
 		t.Errorf("a flag without its value: %q", got)
 	}
 }
+
+// A control plane alone on loopback: etcd listens once on 127.0.0.1 (twice
+// would fail to bind) and the API server's endpoint reconciler, which
+// cannot store a loopback address, is off; with any other address both
+// are as kubeadm renders them.
+func TestLoopbackControlPlane(t *testing.T) {
+	for _, tc := range []struct {
+		adv, listen string
+		reconcilerOff bool
+	}{
+		{"127.0.0.1", "https://127.0.0.1:2379", true},
+		{"10.0.0.2", "https://127.0.0.1:2379,https://10.0.0.2:2379", false},
+	} {
+		cfg, err := config.InitDefaults()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Init.LocalAPIEndpoint.AdvertiseAddress = tc.adv
+		r := Renderer{Cfg: cfg, FS: fsys.NewRoot("/tmp/node")}
+		if got := FlagValue(r.LocalEtcd().Args, "--listen-client-urls"); got != tc.listen {
+			t.Errorf("%s: etcd listens on %q, want %q", tc.adv, got, tc.listen)
+		}
+		if got := FlagValue(r.APIServer().Args, "--endpoint-reconciler-type"); (got == "none") != tc.reconcilerOff {
+			t.Errorf("%s: --endpoint-reconciler-type=%q", tc.adv, got)
+		}
+	}
+}

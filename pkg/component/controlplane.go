@@ -105,7 +105,11 @@ func (r Renderer) localEtcd(initialCluster, state string) Spec {
 	a.Set("name", node)
 	a.Set("data-dir", dataDir)
 	a.Set("advertise-client-urls", "https://"+hostPort(adv, EtcdClientPort))
-	a.Set("listen-client-urls", "https://"+hostPort("127.0.0.1", EtcdClientPort)+",https://"+hostPort(adv, EtcdClientPort))
+	listen := "https://" + hostPort("127.0.0.1", EtcdClientPort)
+	if adv != "127.0.0.1" {
+		listen += ",https://" + hostPort(adv, EtcdClientPort)
+	}
+	a.Set("listen-client-urls", listen)
 	a.Set("listen-peer-urls", "https://"+hostPort(adv, EtcdPeerPort))
 	a.Set("initial-advertise-peer-urls", "https://"+hostPort(adv, EtcdPeerPort))
 	a.Set("initial-cluster", initialCluster)
@@ -179,6 +183,12 @@ func (r Renderer) APIServer() Spec {
 	// of waiting for them: the pods' watches outlive a daemon stop, and
 	// the API server then took the daemon's whole 20 s stop timeout.
 	a.Set("shutdown-watch-termination-grace-period", "5s")
+	if ip := net.ParseIP(r.advertise()); ip != nil && ip.IsLoopback() {
+		// A control plane alone on loopback (Config.ControlPlaneOnly): the
+		// reconciler cannot store a loopback address in the kubernetes
+		// Endpoints, and no pod needs them; as envtest's API server.
+		a.Set("endpoint-reconciler-type", "none")
+	}
 	if ext := c.Cluster.Etcd.External; ext != nil {
 		a.Set("etcd-servers", strings.Join(ext.Endpoints, ","))
 		if ext.CAFile != "" {

@@ -214,3 +214,25 @@ func TestPodSubnetFitsNodeMask(t *testing.T) {
 		t.Fatalf("a /72 IPv6 pod subnet cut into /80 node subnets refused: %v", err)
 	}
 }
+
+// A loopback advertise address is refused, unless the control plane runs
+// alone (ControlPlaneOnly).
+func TestLoopbackControlPlaneOnly(t *testing.T) {
+	for _, alone := range []bool{false, true} {
+		c, err := Parse("test.yaml", []byte("apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\nlocalAPIEndpoint:\n  advertiseAddress: 127.0.0.1\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.DefaultInit(testHost); err != nil {
+			t.Fatal(err)
+		}
+		c.ControlPlaneOnly = alone
+		err = c.Validate()
+		if alone && err != nil {
+			t.Errorf("a control plane alone on loopback: %v", err)
+		}
+		if !alone && (err == nil || !strings.Contains(err.Error(), "loopback")) {
+			t.Errorf("a node on loopback: got %v, want it refused", err)
+		}
+	}
+}

@@ -51,6 +51,11 @@ type Config struct {
 	// PodNetwork is kubeboot's own too: init's flags, or what the cluster
 	// stored for a joining node.
 	PodNetwork PodNetwork
+	// ControlPlaneOnly is kubeboot's own too (init without the node side):
+	// the advertise address may then be a loopback one, as on a machine
+	// whose only address is loopback (a CI container); kube-apiserver's
+	// endpoint reconciler, which cannot store it, is then off.
+	ControlPlaneOnly bool
 
 	// Source names where the documents came from, for error messages.
 	Source string

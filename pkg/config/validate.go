@@ -77,7 +77,7 @@ func (c *Config) ValidateKinds(kinds ...string) error {
 		errs func() field.ErrorList
 		has  bool
 	}{
-		{KindInit, func() field.ErrorList { return ValidateInit(c.Init) }, c.Init != nil},
+		{KindInit, func() field.ErrorList { return validateInit(c.Init, c.ControlPlaneOnly) }, c.Init != nil},
 		{KindCluster, func() field.ErrorList { return ValidateCluster(c.Cluster) }, c.Cluster != nil},
 		{KindJoin, func() field.ErrorList { return ValidateJoin(c.Join) }, c.Join != nil},
 		{KindReset, func() field.ErrorList { return ValidateReset(c.Reset) }, c.Reset != nil},
@@ -322,9 +322,13 @@ func validateEtcd(e *kubeadmv1.Etcd, p *field.Path) field.ErrorList {
 }
 
 // ValidateInit checks a defaulted InitConfiguration.
-func ValidateInit(c *kubeadmv1.InitConfiguration) field.ErrorList {
+func ValidateInit(c *kubeadmv1.InitConfiguration) field.ErrorList { return validateInit(c, false) }
+
+// validateInit is ValidateInit; controlPlaneOnly allows a loopback
+// advertise address (see Config.ControlPlaneOnly).
+func validateInit(c *kubeadmv1.InitConfiguration, controlPlaneOnly bool) field.ErrorList {
 	var errs field.ErrorList
-	errs = append(errs, validateAPIEndpoint(&c.LocalAPIEndpoint, field.NewPath("localAPIEndpoint"))...)
+	errs = append(errs, validateAPIEndpoint(&c.LocalAPIEndpoint, field.NewPath("localAPIEndpoint"), controlPlaneOnly)...)
 	errs = append(errs, validateNodeRegistration(&c.NodeRegistration, field.NewPath("nodeRegistration"))...)
 	// kubeadm's rules for the tokens, on the same (v1) type; and one it
 	// lacks: a negative TTL.
@@ -348,7 +352,9 @@ func validateCertificateKey(k string, p *field.Path) field.ErrorList {
 	return nil
 }
 
-func validateAPIEndpoint(e *kubeadmv1.APIEndpoint, p *field.Path) field.ErrorList {
+// validateAPIEndpoint checks an API endpoint; loopback allows a loopback
+// address.
+func validateAPIEndpoint(e *kubeadmv1.APIEndpoint, p *field.Path, loopback bool) field.ErrorList {
 	var errs field.ErrorList
 	ip := netutils.ParseIPSloppy(e.AdvertiseAddress)
 	switch {
@@ -356,8 +362,8 @@ func validateAPIEndpoint(e *kubeadmv1.APIEndpoint, p *field.Path) field.ErrorLis
 		errs = append(errs, field.Required(p.Child("advertiseAddress"), "no default route to take it from; set --apiserver-advertise-address"))
 	case ip == nil:
 		errs = append(errs, field.Invalid(p.Child("advertiseAddress"), e.AdvertiseAddress, "must be a valid IP address"))
-	case ip.IsLoopback():
-		errs = append(errs, field.Invalid(p.Child("advertiseAddress"), e.AdvertiseAddress, "must not be a loopback address: kube-apiserver's endpoint reconciler refuses 127.0.0.0/8 and ::1"))
+	case ip.IsLoopback() && !loopback:
+		errs = append(errs, field.Invalid(p.Child("advertiseAddress"), e.AdvertiseAddress, "must not be a loopback address: kube-apiserver's endpoint reconciler refuses 127.0.0.0/8 and ::1 (a control plane alone, without a node, may have one)"))
 	case ip.IsUnspecified():
 		errs = append(errs, field.Invalid(p.Child("advertiseAddress"), e.AdvertiseAddress, "must be the address other nodes reach this one at, not an unspecified address"))
 	}
@@ -428,7 +434,7 @@ func ValidateJoin(c *kubeadmv1.JoinConfiguration) field.ErrorList {
 	if c.ControlPlane != nil {
 		cp := field.NewPath("controlPlane")
 		if c.ControlPlane.LocalAPIEndpoint.AdvertiseAddress != "" || c.ControlPlane.LocalAPIEndpoint.BindPort != 0 {
-			errs = append(errs, validateAPIEndpoint(&c.ControlPlane.LocalAPIEndpoint, cp.Child("localAPIEndpoint"))...)
+			errs = append(errs, validateAPIEndpoint(&c.ControlPlane.LocalAPIEndpoint, cp.Child("localAPIEndpoint"), false)...)
 		}
 		if c.ControlPlane.CertificateKey != "" {
 			errs = append(errs, validateCertificateKey(c.ControlPlane.CertificateKey, cp.Child("certificateKey"))...)

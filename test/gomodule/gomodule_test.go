@@ -82,7 +82,8 @@ func run(ctx context.Context) (err error) {
 // module to the work tree, go get client-go, go mod tidy) vets and builds;
 // its go.mod requires no k8s.io/kubernetes and replaces nothing else; the
 // program, run as nobody in a host of its own, gets an answering API
-// server from the kubeboot binary on PATH, then resets it.
+// server from the kubeboot binary on PATH, then resets it; and again
+// where the only address is loopback.
 func TestOutsideModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module and starts a control plane; runs without -short")
@@ -199,6 +200,30 @@ func TestOutsideModule(t *testing.T) {
 	// The program exits non-zero when Reset fails; and Reset stopped
 	// every process of the node.
 	if left := processesUnder(tmp); len(left) > 0 {
+		t.Errorf("running after Reset: %v", left)
+	}
+
+	// A machine whose only address is loopback (a CI container): the
+	// program again, in a network namespace of its own with lo alone.
+	tmpLo := filepath.Join(h.Root, "tmp-lo")
+	if err := os.Mkdir(tmpLo, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(tmpLo, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	cmd = h.Command("unshare", "--net", "--", "sh", "-c", `ip link set lo up && exec setpriv --reuid=65534 --regid=65534 --clear-groups -- env PATH="$1" TMPDIR="$2" HOME="$2" "$3"`,
+		"sh", binDir+":/usr/bin:/bin", tmpLo, filepath.Join(dir, "outside-program"))
+	start = time.Now()
+	out, err = nethost.Run(cmd)
+	if err != nil {
+		t.Fatalf("the program, as nobody, with loopback alone: %v\n%s", err, out)
+	}
+	t.Logf("with loopback alone, the program ran in %.1f s: %s", time.Since(start).Seconds(), lastLine(out))
+	if !regexp.MustCompile(`https://127\.0\.0\.1:6443 answered in [0-9.]+ s: namespaces \[default kube-node-lease kube-public kube-system\]`).MatchString(out) {
+		t.Errorf("no answering API server on loopback in the program's output:\n%s", out)
+	}
+	if left := processesUnder(tmpLo); len(left) > 0 {
 		t.Errorf("running after Reset: %v", left)
 	}
 }
