@@ -1,8 +1,10 @@
 // Package cluster brings up Kubernetes clusters with kubeboot from any Go
 // module: `go get github.com/kubeboot/kubeboot/api` and nothing else, no
 // replace lines. Init makes a host (or a directory of it) the first
-// control plane of a cluster, Join adds a node, Reset removes everything
-// kubeboot made.
+// control plane of a cluster, Join adds a node, CreateToken admits
+// another, Upgrade moves a node to another kubeboot binary, Restore brings
+// a cluster back from an etcd snapshot, Reset removes everything kubeboot
+// made.
 //
 // The work is done by the kubeboot binary, which carries every component
 // (Binary: by default the `kubeboot` on PATH): this package sends it one
@@ -190,10 +192,7 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 	if r.Init == nil {
 		return nil, fmt.Errorf("kubeboot binary %s answered init with no result", binary(o.Node))
 	}
-	return &InitResult{
-		NodeName: r.Init.NodeName, AdminKubeconfig: r.Init.AdminKubeconfig, APIServer: r.Init.APIServer,
-		Join: fromWire(r.Init.Join), ControlPlaneJoin: fromWire(r.Init.ControlPlaneJoin),
-	}, nil
+	return initResult(r.Init), nil
 }
 
 // Join makes the node a node of an existing cluster, as `kubeboot join`
@@ -219,6 +218,114 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 func Reset(ctx context.Context, o ResetOptions) error {
 	_, err := call(ctx, o.Node, wire.Request{Reset: &wire.ResetRequest{Node: o.wire()}}, true)
 	return err
+}
+
+// TokenOptions are what `kubeboot token create` takes.
+type TokenOptions struct {
+	// Node names the binary (Root and the rest are not used).
+	Node
+	// Kubeconfig is an administrator's kubeconfig for the cluster
+	// (InitResult.AdminKubeconfig): the join command names its server and
+	// pins its CA.
+	Kubeconfig string
+	// Token is the token to create; "" generates one.
+	Token string
+	// TTL is how long the token is valid, in whole seconds; 0 means
+	// forever.
+	TTL time.Duration
+	// Description says what the token is for.
+	Description string
+	// Usages and Groups default to kubeadm's.
+	Usages, Groups []string
+	// CertificateKey, when set, makes the command a control plane's.
+	CertificateKey string
+}
+
+// CreateToken creates a bootstrap token in the cluster, as `kubeboot token
+// create` does, and returns the join command that uses it.
+func CreateToken(ctx context.Context, o TokenOptions) (*JoinCommand, error) {
+	r, err := call(ctx, o.Node, wire.Request{CreateToken: &wire.CreateTokenRequest{
+		Kubeconfig: o.Kubeconfig, Token: o.Token, TTLSeconds: int64(o.TTL / time.Second), Description: o.Description,
+		Usages: o.Usages, Groups: o.Groups, CertificateKey: o.CertificateKey,
+	}}, true)
+	if err != nil {
+		return nil, err
+	}
+	if r.Token == nil {
+		return nil, fmt.Errorf("kubeboot binary %s answered token create with no join command", binary(o.Node))
+	}
+	return fromWire(r.Token), nil
+}
+
+// UpgradeOptions are what `kubeboot upgrade apply|node --yes` take.
+type UpgradeOptions struct {
+	Node
+	// To is the kubeboot binary to upgrade to (required): its components
+	// replace this node's. Node.Binary is the one that runs the upgrade.
+	To string
+	// Apply is `upgrade apply`, for the cluster's first control plane;
+	// otherwise `upgrade node`. Force goes on despite the skew errors
+	// kubeadm lets skip.
+	Apply, Force bool
+	// Timeout is how long each component gets to be ready again, in
+	// whole seconds; 0 is 5 minutes.
+	Timeout time.Duration
+}
+
+// UpgradeResult is what an upgrade changed on the node.
+type UpgradeResult struct {
+	// From and To are the Kubernetes versions, "v1.37.2".
+	From, To string
+	// Binary is where the new binary was installed under the root.
+	Binary string
+	// Snapshot is the etcd snapshot Apply saved first, if any.
+	Snapshot string
+}
+
+// Upgrade moves the node to another kubeboot binary's components, as
+// `kubeboot upgrade apply` (Apply) or `upgrade node` does, without asking.
+func Upgrade(ctx context.Context, o UpgradeOptions) (*UpgradeResult, error) {
+	r, err := call(ctx, o.Node, wire.Request{Upgrade: &wire.UpgradeRequest{
+		Node: o.wire(), Binary: o.To, Apply: o.Apply, Force: o.Force, TimeoutSeconds: int64(o.Timeout / time.Second),
+	}}, true)
+	if err != nil {
+		return nil, err
+	}
+	if r.Upgrade == nil {
+		return nil, fmt.Errorf("kubeboot binary %s answered upgrade with no result", binary(o.Node))
+	}
+	return &UpgradeResult{From: r.Upgrade.From, To: r.Upgrade.To, Binary: r.Upgrade.Binary, Snapshot: r.Upgrade.Snapshot}, nil
+}
+
+// RestoreOptions are what `kubeboot etcd snapshot restore` takes.
+type RestoreOptions struct {
+	Node
+	// Snapshot is the file `kubeboot etcd snapshot save` wrote.
+	Snapshot string
+	// AdvertiseAddress and NodeName are this node's (both required).
+	AdvertiseAddress, NodeName string
+}
+
+// Restore brings a cluster back from an etcd snapshot on a node where
+// kubeboot has nothing yet, this node its one control plane.
+func Restore(ctx context.Context, o RestoreOptions) (*InitResult, error) {
+	r, err := call(ctx, o.Node, wire.Request{Restore: &wire.RestoreRequest{
+		Node: o.wire(), Snapshot: o.Snapshot, AdvertiseAddress: o.AdvertiseAddress, NodeName: o.NodeName,
+	}}, true)
+	if err != nil {
+		return nil, err
+	}
+	if r.Restore == nil {
+		return nil, fmt.Errorf("kubeboot binary %s answered restore with no result", binary(o.Node))
+	}
+	return initResult(r.Restore), nil
+}
+
+func initResult(r *wire.InitResult) *InitResult {
+	return &InitResult{
+		NodeName: r.NodeName, AdminKubeconfig: r.AdminKubeconfig, APIServer: r.APIServer,
+		Join: fromWire(r.Join), ControlPlaneJoin: fromWire(r.ControlPlaneJoin),
+	}
 }
 
 func fromWire(c *wire.JoinCommand) *JoinCommand {

@@ -18,10 +18,13 @@ const APIVersion = "api.kubeboot.io/v1alpha1"
 type Request struct {
 	APIVersion string `json:"apiVersion"`
 
-	Version *VersionRequest `json:"version,omitempty"`
-	Init    *InitRequest    `json:"init,omitempty"`
-	Join    *JoinRequest    `json:"join,omitempty"`
-	Reset   *ResetRequest   `json:"reset,omitempty"`
+	Version     *VersionRequest     `json:"version,omitempty"`
+	Init        *InitRequest        `json:"init,omitempty"`
+	Join        *JoinRequest        `json:"join,omitempty"`
+	Reset       *ResetRequest       `json:"reset,omitempty"`
+	CreateToken *CreateTokenRequest `json:"createToken,omitempty"`
+	Upgrade     *UpgradeRequest     `json:"upgrade,omitempty"`
+	Restore     *RestoreRequest     `json:"restore,omitempty"`
 }
 
 // Response answers a Request: its operation's result, or Error.
@@ -30,9 +33,13 @@ type Response struct {
 	// Binary names the answering binary's versions, on every response.
 	Binary Versions `json:"binary"`
 
-	Init  *InitResult `json:"init,omitempty"`
-	Join  *JoinResult `json:"join,omitempty"`
-	Error *Error      `json:"error,omitempty"`
+	Init    *InitResult    `json:"init,omitempty"`
+	Join    *JoinResult    `json:"join,omitempty"`
+	Token   *JoinCommand   `json:"token,omitempty"`
+	Upgrade *UpgradeResult `json:"upgrade,omitempty"`
+	// Restore's result is the restored control plane's, as Init's.
+	Restore *InitResult `json:"restore,omitempty"`
+	Error   *Error      `json:"error,omitempty"`
 }
 
 // VersionRequest asks for the binary's versions only.
@@ -122,6 +129,53 @@ type JoinResult struct {
 // without asking.
 type ResetRequest struct {
 	Node
+}
+
+// CreateTokenRequest creates a bootstrap token in a cluster and answers
+// the join command that uses it.
+type CreateTokenRequest struct {
+	// Kubeconfig is an administrator's kubeconfig for the cluster.
+	Kubeconfig string `json:"kubeconfig"`
+	// Token is the token to create; "" generates one.
+	Token string `json:"token,omitempty"`
+	// TTLSeconds is how long it is valid; 0 means forever.
+	TTLSeconds     int64    `json:"ttlSeconds,omitempty"`
+	Description    string   `json:"description,omitempty"`
+	Usages         []string `json:"usages,omitempty"`
+	Groups         []string `json:"groups,omitempty"`
+	CertificateKey string   `json:"certificateKey,omitempty"`
+}
+
+// UpgradeRequest moves the node to another kubeboot binary's components,
+// without asking.
+type UpgradeRequest struct {
+	Node
+	// Binary is the kubeboot binary to upgrade to.
+	Binary string `json:"binary"`
+	// Apply is `upgrade apply` (the first control plane); otherwise
+	// `upgrade node`. Force skips the skew errors kubeadm lets skip.
+	Apply bool `json:"apply,omitempty"`
+	Force bool `json:"force,omitempty"`
+	// TimeoutSeconds is how long each component gets to be ready again;
+	// 0 is 5 minutes.
+	TimeoutSeconds int64 `json:"timeoutSeconds,omitempty"`
+}
+
+// UpgradeResult is what an upgrade changed on the node.
+type UpgradeResult struct {
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Binary   string `json:"binary"`
+	Snapshot string `json:"snapshot,omitempty"`
+}
+
+// RestoreRequest brings a cluster back from an etcd snapshot on a node
+// where kubeboot has nothing yet.
+type RestoreRequest struct {
+	Node
+	Snapshot         string `json:"snapshot"`
+	AdvertiseAddress string `json:"advertiseAddress"`
+	NodeName         string `json:"nodeName"`
 }
 
 // Error is a failed operation. Document, Line and Kind locate an error in

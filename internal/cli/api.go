@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -56,7 +57,7 @@ func answer(ctx context.Context, s Streams, readErr error, req wire.Request) (re
 	defer func() {
 		// A panic still answers: the caller gets it as the error.
 		if p := recover(); p != nil {
-			resp.Init, resp.Join = nil, nil
+			resp.Init, resp.Join, resp.Token, resp.Upgrade, resp.Restore = nil, nil, nil, nil, nil
 			resp.Error = &wire.Error{Message: fmt.Sprintf("kubeboot api: panic: %v", p)}
 		}
 	}()
@@ -73,6 +74,12 @@ func answer(ctx context.Context, s Streams, readErr error, req wire.Request) (re
 		resp.Join, err = apiJoin(ctx, s.Err, req.Join)
 	case req.Reset != nil:
 		err = cluster.Reset(ctx, cluster.ResetOptions{Node: apiNode(s.Err, req.Reset.Node), Force: true})
+	case req.CreateToken != nil:
+		resp.Token, err = apiCreateToken(ctx, req.CreateToken)
+	case req.Upgrade != nil:
+		resp.Upgrade, err = apiUpgrade(ctx, s.Err, req.Upgrade)
+	case req.Restore != nil:
+		resp.Restore, err = apiRestore(ctx, s.Err, req.Restore)
 	default:
 		err = errors.New("the request names no operation")
 	}
@@ -127,10 +134,50 @@ func apiInit(ctx context.Context, out io.Writer, r *wire.InitRequest) (*wire.Ini
 	if err != nil || res == nil {
 		return nil, err
 	}
+	return wireInitResult(res), nil
+}
+
+func wireInitResult(res *cluster.InitResult) *wire.InitResult {
 	return &wire.InitResult{
 		NodeName: res.NodeName, AdminKubeconfig: res.AdminKubeconfig, APIServer: res.APIServer,
 		Join: wireJoinCommand(res.Join), ControlPlaneJoin: wireJoinCommand(res.ControlPlaneJoin),
-	}, nil
+	}
+}
+
+func apiCreateToken(ctx context.Context, r *wire.CreateTokenRequest) (*wire.JoinCommand, error) {
+	j, err := cluster.CreateToken(ctx, cluster.TokenOptions{
+		Kubeconfig: r.Kubeconfig, Token: r.Token, TTL: time.Duration(r.TTLSeconds) * time.Second,
+		Description: r.Description, Usages: r.Usages, Groups: r.Groups, CertificateKey: r.CertificateKey,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return wireJoinCommand(j), nil
+}
+
+func apiUpgrade(ctx context.Context, out io.Writer, r *wire.UpgradeRequest) (*wire.UpgradeResult, error) {
+	res, err := cluster.Upgrade(ctx, cluster.UpgradeOptions{
+		Node: apiNode(out, r.Node), Binary: r.Binary, Apply: r.Apply, Force: r.Force, Yes: true,
+		Timeout: time.Duration(r.TimeoutSeconds) * time.Second,
+	})
+	if err != nil || res == nil {
+		return nil, err
+	}
+	return &wire.UpgradeResult{From: res.From, To: res.To, Binary: res.Binary, Snapshot: res.Snapshot}, nil
+}
+
+func apiRestore(ctx context.Context, out io.Writer, r *wire.RestoreRequest) (*wire.InitResult, error) {
+	rt, err := apiRuntime(r.Node)
+	if err != nil {
+		return nil, err
+	}
+	res, err := cluster.Restore(ctx, cluster.RestoreOptions{
+		Node: apiNode(out, r.Node), Runtime: rt, Snapshot: r.Snapshot, AdvertiseAddress: r.AdvertiseAddress, NodeName: r.NodeName,
+	})
+	if err != nil || res == nil {
+		return nil, err
+	}
+	return wireInitResult(res), nil
 }
 
 func apiJoin(ctx context.Context, out io.Writer, r *wire.JoinRequest) (*wire.JoinResult, error) {

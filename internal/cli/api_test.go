@@ -67,3 +67,25 @@ func TestAPIRefusesDocuments(t *testing.T) {
 		t.Errorf("join given its cluster twice: %+v", r.Error)
 	}
 }
+
+// TestAPIOperationsRefused: token, upgrade and restore requests reach
+// their operations, which refuse what they lack before anything changes.
+func TestAPIOperationsRefused(t *testing.T) {
+	var log bytes.Buffer
+	s := Streams{Out: &log, Err: &log}
+	for _, tc := range []struct {
+		name string
+		req  wire.Request
+		want string
+	}{
+		{"restore without its node", wire.Request{Restore: &wire.RestoreRequest{Node: wire.Node{Root: t.TempDir()}, Snapshot: "/nonexistent"}}, "required"},
+		{"token without a cluster", wire.Request{CreateToken: &wire.CreateTokenRequest{Kubeconfig: "/nonexistent/admin.conf"}}, "/nonexistent/admin.conf"},
+		{"bad token", wire.Request{CreateToken: &wire.CreateTokenRequest{Kubeconfig: "/nonexistent/admin.conf", Token: "nope"}}, "nope"},
+	} {
+		tc.req.APIVersion = wire.APIVersion
+		r := answer(context.Background(), s, nil, tc.req)
+		if r.Error == nil || !strings.Contains(r.Error.Message, tc.want) {
+			t.Errorf("%s: got %+v, want an error naming %q", tc.name, r.Error, tc.want)
+		}
+	}
+}

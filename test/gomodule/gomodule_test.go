@@ -74,6 +74,12 @@ func run(ctx context.Context) (err error) {
 	}
 	sort.Strings(names)
 	fmt.Printf("%s answered in %.1f s: namespaces %v\n", res.APIServer, time.Since(start).Seconds(), names)
+	// A token for a node to join with, valid for an hour.
+	join, err := cluster.CreateToken(ctx, cluster.TokenOptions{Kubeconfig: res.AdminKubeconfig, TTL: time.Hour})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("join %s with a token of %d characters, CA pinned by %.7s\n", join.Endpoint, len(join.Token), join.CACertHash)
 	return nil
 }
 `
@@ -196,6 +202,9 @@ func TestOutsideModule(t *testing.T) {
 	t.Logf("the program ran in %.1f s: %s", time.Since(start).Seconds(), lastLine(out))
 	if !regexp.MustCompile(`https://10\.217\.0\.2:6443 answered in [0-9.]+ s: namespaces \[default kube-node-lease kube-public kube-system\]`).MatchString(out) {
 		t.Errorf("no answering API server in the program's output:\n%s", out)
+	}
+	if !strings.Contains(out, "join 10.217.0.2:6443 with a token of 23 characters, CA pinned by sha256:") {
+		t.Errorf("no join command from CreateToken in the program's output:\n%s", out)
 	}
 	// The program exits non-zero when Reset fails; and Reset stopped
 	// every process of the node.
