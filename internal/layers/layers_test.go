@@ -14,13 +14,14 @@ import (
 
 const module = "github.com/kubeboot/kubeboot/"
 
-// layer is where a package sits, from the bottom: pkg, internal, the
-// lifecycle API, the CLI, the commands. The tests' and benchmarks'
+// layer is where a package sits, from the bottom: pkg (and the Go API
+// module's packages, api/..., which import the standard library alone),
+// internal, the lifecycle API, the CLI, the commands. The tests' and benchmarks'
 // helpers (test/..., bench/...) sit above them all; hack/ holds commands.
 func layer(pkg string) int {
 	p := strings.TrimPrefix(pkg, module)
 	switch {
-	case strings.HasPrefix(p, "pkg/"):
+	case strings.HasPrefix(p, "pkg/"), strings.HasPrefix(p, "api/"):
 		return 0
 	case p == "internal/cli":
 		return 3
