@@ -96,7 +96,7 @@ func TestFlagValue(t *testing.T) {
 // are as kubeadm renders them.
 func TestLoopbackControlPlane(t *testing.T) {
 	for _, tc := range []struct {
-		adv, listen string
+		adv, listen   string
 		reconcilerOff bool
 	}{
 		{"127.0.0.1", "https://127.0.0.1:2379", true},
