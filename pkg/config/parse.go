@@ -9,8 +9,6 @@ package config
 import (
 	"bytes"
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,6 +17,8 @@ import (
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubeboot/kubeboot/pkg/yamldoc"
 )
 
 // The document kinds kubeboot reads.
@@ -116,61 +116,20 @@ func (e *DocError) Error() string {
 func (e *DocError) Unwrap() error { return e.Err }
 
 type rawDoc struct {
-	data  []byte
-	line  int // 1-based line where the document's content starts
-	index int
+	yamldoc.Doc
+	index int // 1-based, among the documents that are not empty
 }
 
-var docSeparator = regexp.MustCompile(`^---\s*(#.*)?$`)
-
-// splitDocuments cuts a YAML stream at "---" lines, remembering where each
-// document starts so that errors can point at absolute line numbers.
-// Documents holding only comments and blank lines are dropped.
+// splitDocuments cuts a YAML stream into its documents, dropping those of
+// comments and blank lines alone.
 func splitDocuments(data []byte) []rawDoc {
 	var docs []rawDoc
-	lines := strings.SplitAfter(string(data), "\n")
-	var cur strings.Builder
-	start := 1
-	flush := func() {
-		if !onlyComments(cur.String()) {
-			docs = append(docs, rawDoc{data: []byte(cur.String()), line: start, index: len(docs) + 1})
+	for _, d := range yamldoc.Split(data) {
+		if !d.Empty() {
+			docs = append(docs, rawDoc{Doc: d, index: len(docs) + 1})
 		}
-		cur.Reset()
 	}
-	for i, l := range lines {
-		if docSeparator.MatchString(strings.TrimRight(l, "\r\n")) {
-			flush()
-			start = i + 2
-			continue
-		}
-		cur.WriteString(l)
-	}
-	flush()
 	return docs
-}
-
-func onlyComments(s string) bool {
-	for _, l := range strings.Split(s, "\n") {
-		t := strings.TrimSpace(l)
-		if t != "" && !strings.HasPrefix(t, "#") {
-			return false
-		}
-	}
-	return true
-}
-
-var yamlLine = regexp.MustCompile(`line (\d+)`)
-
-// absoluteLines rewrites "line N" in a YAML error, which counts from the
-// start of the document, into a line of the whole file.
-func absoluteLines(msg string, docStart int) string {
-	return yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
-		n, err := strconv.Atoi(yamlLine.FindStringSubmatch(m)[1])
-		if err != nil {
-			return m
-		}
-		return fmt.Sprintf("line %d", n+docStart-1)
-	})
 }
 
 // Parse reads a multi-document YAML configuration. It rejects malformed
@@ -193,11 +152,11 @@ func Parse(source string, data []byte) (*Config, error) {
 
 func (c *Config) addDocument(d rawDoc) error {
 	docErr := func(kind string, err error) error {
-		return &DocError{Source: c.Source, Index: d.index, Line: d.line, Kind: kind, Err: err}
+		return &DocError{Source: c.Source, Index: d.index, Line: d.Line, Kind: kind, Err: err}
 	}
-	js, err := yaml.YAMLToJSON(d.data)
+	js, err := yaml.YAMLToJSON(d.Data)
 	if err != nil {
-		return docErr("", fmt.Errorf("malformed YAML: %s", absoluteLines(err.Error(), d.line)))
+		return docErr("", fmt.Errorf("malformed YAML: %s", d.AbsoluteLines(err.Error())))
 	}
 	if bytes.HasPrefix(bytes.TrimSpace(js), []byte("[")) || !bytes.HasPrefix(bytes.TrimSpace(js), []byte("{")) {
 		return docErr("", fmt.Errorf("malformed document: expected a mapping with apiVersion and kind"))
@@ -239,7 +198,7 @@ func (c *Config) addDocument(d rawDoc) error {
 		}
 		return docErr(tm.Kind, fmt.Errorf("%s", strings.Join(msgs, "; ")))
 	}
-	c.docs[tm.Kind] = docRef{index: d.index, line: d.line}
+	c.docs[tm.Kind] = docRef{index: d.index, line: d.Line}
 	return nil
 }
 

@@ -11,7 +11,6 @@
 package manifests
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -27,6 +26,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"github.com/kubeboot/kubeboot/pkg/yamldoc"
 
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
@@ -164,19 +165,19 @@ func ReadDir(dir string) ([]Source, error) {
 // each on its own, with each error naming the file and the line.
 func Parse(name string, data []byte) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
-	for i, d := range documents(data) {
+	for i, d := range yamldoc.Split(data) {
 		fail := func(err error) error {
 			// The YAML parser counts lines from the document's start.
 			if m := yamlLine.FindStringSubmatch(err.Error()); m != nil {
 				n, _ := strconv.Atoi(m[1])
-				return fmt.Errorf("%s: line %d (document %d): %s", name, d.line+n-1, i+1, strings.TrimPrefix(err.Error(), m[0]))
+				return fmt.Errorf("%s: line %d (document %d): %s", name, d.Line+n-1, i+1, strings.TrimPrefix(err.Error(), m[0]))
 			}
-			return fmt.Errorf("%s: document %d (line %d): %w", name, i+1, d.line, err)
+			return fmt.Errorf("%s: document %d (line %d): %w", name, i+1, d.Line, err)
 		}
-		if len(bytes.TrimSpace(stripComments(d.data))) == 0 {
+		if d.Empty() {
 			continue
 		}
-		j, err := yaml.YAMLToJSON(d.data)
+		j, err := yaml.YAMLToJSON(d.Data)
 		if err != nil {
 			return nil, fail(err)
 		}
@@ -212,41 +213,6 @@ func Parse(name string, data []byte) ([]*unstructured.Unstructured, error) {
 }
 
 var yamlLine = regexp.MustCompile(`^(?:error converting YAML to JSON: )?yaml: line (\d+): `)
-
-type document struct {
-	data []byte
-	line int // where it starts in the file, from 1
-}
-
-// documents splits YAML at its "---" lines (JSON is one document).
-func documents(data []byte) []document {
-	docs := []document{{line: 1}}
-	n := 0
-	for l := range bytes.Lines(data) {
-		n++
-		if rest, ok := bytes.CutPrefix(l, []byte("---")); ok {
-			if t := bytes.TrimSpace(rest); len(t) == 0 || t[0] == '#' {
-				docs = append(docs, document{line: n + 1})
-				continue
-			}
-		}
-		d := &docs[len(docs)-1]
-		d.data = append(d.data, l...)
-	}
-	return docs
-}
-
-// stripComments drops the comment lines of a YAML document, so that a
-// document of comments alone counts as empty.
-func stripComments(b []byte) []byte {
-	var out []byte
-	for l := range bytes.Lines(b) {
-		if !bytes.HasPrefix(bytes.TrimSpace(l), []byte("#")) {
-			out = append(out, l...)
-		}
-	}
-	return out
-}
 
 // order puts Namespaces and CustomResourceDefinitions first (what the
 // rest of a file may live in or be), the rest in the file's order.
