@@ -7,6 +7,7 @@ import (
 	"time"
 
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	netutils "k8s.io/utils/net"
 
 	"github.com/kubeboot/kubeboot/internal/phases/initphases"
 	"github.com/kubeboot/kubeboot/internal/workflow"
@@ -151,6 +152,9 @@ func (o *InitOptions) data() (*initphases.Data, workflow.Options, error) {
 		// loopback): a control plane alone can live there, as envtest's.
 		ep.AdvertiseAddress = "127.0.0.1"
 		fmt.Fprintln(o.Out, "[init] No default route to take the advertise address from: the control plane, alone, advertises 127.0.0.1")
+	}
+	if ip := netutils.ParseIPSloppy(c.Init.LocalAPIEndpoint.AdvertiseAddress); o.ControlPlaneOnly && ip != nil && ip.IsLoopback() {
+		fmt.Fprintf(o.Out, "[init] WARNING: the API server advertises %s: only this machine reaches it, and no node can join it\n", ip)
 	}
 	if err := c.Validate(); err != nil {
 		return nil, workflow.Options{}, err

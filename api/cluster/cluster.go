@@ -230,8 +230,8 @@ type TokenOptions struct {
 	Kubeconfig string
 	// Token is the token to create; "" generates one.
 	Token string
-	// TTL is how long the token is valid, in whole seconds; 0 means
-	// forever.
+	// TTL is how long the token is valid, rounded up to whole seconds;
+	// 0 means forever, negative is refused.
 	TTL time.Duration
 	// Description says what the token is for.
 	Description string
@@ -244,8 +244,12 @@ type TokenOptions struct {
 // CreateToken creates a bootstrap token in the cluster, as `kubeboot token
 // create` does, and returns the join command that uses it.
 func CreateToken(ctx context.Context, o TokenOptions) (*JoinCommand, error) {
+	ttl, err := seconds("TTL", o.TTL)
+	if err != nil {
+		return nil, err
+	}
 	r, err := call(ctx, o.Node, wire.Request{CreateToken: &wire.CreateTokenRequest{
-		Kubeconfig: o.Kubeconfig, Token: o.Token, TTLSeconds: int64(o.TTL / time.Second), Description: o.Description,
+		Kubeconfig: o.Kubeconfig, Token: o.Token, TTLSeconds: ttl, Description: o.Description,
 		Usages: o.Usages, Groups: o.Groups, CertificateKey: o.CertificateKey,
 	}}, true)
 	if err != nil {
@@ -267,8 +271,8 @@ type UpgradeOptions struct {
 	// otherwise `upgrade node`. Force goes on despite the skew errors
 	// kubeadm lets skip.
 	Apply, Force bool
-	// Timeout is how long each component gets to be ready again, in
-	// whole seconds; 0 is 5 minutes.
+	// Timeout is how long each component gets to be ready again, rounded
+	// up to whole seconds; 0 is 5 minutes, negative is refused.
 	Timeout time.Duration
 }
 
@@ -285,8 +289,12 @@ type UpgradeResult struct {
 // Upgrade moves the node to another kubeboot binary's components, as
 // `kubeboot upgrade apply` (Apply) or `upgrade node` does, without asking.
 func Upgrade(ctx context.Context, o UpgradeOptions) (*UpgradeResult, error) {
+	timeout, err := seconds("Timeout", o.Timeout)
+	if err != nil {
+		return nil, err
+	}
 	r, err := call(ctx, o.Node, wire.Request{Upgrade: &wire.UpgradeRequest{
-		Node: o.wire(), Binary: o.To, Apply: o.Apply, Force: o.Force, TimeoutSeconds: int64(o.Timeout / time.Second),
+		Node: o.wire(), Binary: o.To, Apply: o.Apply, Force: o.Force, TimeoutSeconds: timeout,
 	}}, true)
 	if err != nil {
 		return nil, err
@@ -319,6 +327,15 @@ func Restore(ctx context.Context, o RestoreOptions) (*InitResult, error) {
 		return nil, fmt.Errorf("kubeboot binary %s answered restore with no result", binary(o.Node))
 	}
 	return initResult(r.Restore), nil
+}
+
+// seconds is d in whole seconds, a part of one counting as one (0 keeps
+// its meaning of "the default"); negative is refused.
+func seconds(name string, d time.Duration) (int64, error) {
+	if d < 0 {
+		return 0, fmt.Errorf("%s %s: must not be negative", name, d)
+	}
+	return int64((d + time.Second - 1) / time.Second), nil
 }
 
 func initResult(r *wire.InitResult) *InitResult {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubeboot/kubeboot/api/wire"
 )
@@ -58,5 +59,22 @@ esac`)
 	}
 	if c.Document != 2 || c.Line != 7 || c.Kind != "ClusterConfiguration" || len(c.Fields) != 1 || c.Fields[0] != "networking.podSubnet" {
 		t.Errorf("got %+v", c)
+	}
+}
+
+// TestDurations: a part of a second counts as one (a 500 ms token must not
+// become one that never expires), a negative duration is refused before
+// the binary is asked.
+func TestDurations(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want int64
+	}{{0, 0}, {500 * time.Millisecond, 1}, {time.Second, 1}, {time.Hour, 3600}, {1500 * time.Millisecond, 2}} {
+		if got, err := seconds("TTL", tc.d); err != nil || got != tc.want {
+			t.Errorf("%s: %d, %v; want %d", tc.d, got, err, tc.want)
+		}
+	}
+	if _, err := CreateToken(context.Background(), TokenOptions{Node: Node{Binary: "/nonexistent"}, TTL: -time.Millisecond}); err == nil || !strings.Contains(err.Error(), "negative") {
+		t.Errorf("a negative TTL: %v", err)
 	}
 }

@@ -68,6 +68,11 @@ func answer(ctx context.Context, s Streams, readErr error, req wire.Request) (re
 		// Answered whatever the request's version: the caller compares.
 	case req.APIVersion != wire.APIVersion:
 		err = fmt.Errorf("the request is %q; this binary (kubeboot %s) speaks %s", req.APIVersion, version.Kubeboot, wire.APIVersion)
+	case operations(req) != 1:
+		err = fmt.Errorf("the request names %d operations: one per request", operations(req))
+	case req.Reset != nil && len(req.Reset.IgnorePreflightErrors) > 0,
+		req.Upgrade != nil && len(req.Upgrade.IgnorePreflightErrors) > 0:
+		err = errors.New("ignorePreflightErrors: reset and upgrade take none (only init, join and restore do)")
 	case req.Init != nil:
 		resp.Init, err = apiInit(ctx, s.Err, req.Init)
 	case req.Join != nil:
@@ -80,13 +85,22 @@ func answer(ctx context.Context, s Streams, readErr error, req wire.Request) (re
 		resp.Upgrade, err = apiUpgrade(ctx, s.Err, req.Upgrade)
 	case req.Restore != nil:
 		resp.Restore, err = apiRestore(ctx, s.Err, req.Restore)
-	default:
-		err = errors.New("the request names no operation")
 	}
 	if err != nil {
 		resp.Error = wireError(err)
 	}
 	return resp
+}
+
+// operations counts the operations a request names.
+func operations(r wire.Request) int {
+	n := 0
+	for _, set := range []bool{r.Init != nil, r.Join != nil, r.Reset != nil, r.CreateToken != nil, r.Upgrade != nil, r.Restore != nil} {
+		if set {
+			n++
+		}
+	}
+	return n
 }
 
 func apiNode(out io.Writer, n wire.Node) cluster.Node {

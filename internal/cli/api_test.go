@@ -81,6 +81,10 @@ func TestAPIOperationsRefused(t *testing.T) {
 		{"restore without its node", wire.Request{Restore: &wire.RestoreRequest{Node: wire.Node{Root: t.TempDir()}, Snapshot: "/nonexistent"}}, "required"},
 		{"token without a cluster", wire.Request{CreateToken: &wire.CreateTokenRequest{Kubeconfig: "/nonexistent/admin.conf"}}, "/nonexistent/admin.conf"},
 		{"bad token", wire.Request{CreateToken: &wire.CreateTokenRequest{Kubeconfig: "/nonexistent/admin.conf", Token: "nope"}}, "nope"},
+		{"upgrade of a node with nothing", wire.Request{Upgrade: &wire.UpgradeRequest{Node: wire.Node{Root: t.TempDir()}, Binary: "/nonexistent/kubeboot"}}, "not a running kubeboot node"},
+		{"two operations", wire.Request{Init: &wire.InitRequest{}, Reset: &wire.ResetRequest{}}, "2 operations"},
+		{"no operation", wire.Request{}, "0 operations"},
+		{"reset ignoring checks", wire.Request{Reset: &wire.ResetRequest{Node: wire.Node{IgnorePreflightErrors: []string{"all"}}}}, "reset and upgrade take none"},
 	} {
 		tc.req.APIVersion = wire.APIVersion
 		r := answer(context.Background(), s, nil, tc.req)

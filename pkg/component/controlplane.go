@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+	netutils "k8s.io/utils/net"
 
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
@@ -106,7 +107,7 @@ func (r Renderer) localEtcd(initialCluster, state string) Spec {
 	a.Set("data-dir", dataDir)
 	a.Set("advertise-client-urls", "https://"+hostPort(adv, EtcdClientPort))
 	listen := "https://" + hostPort("127.0.0.1", EtcdClientPort)
-	if adv != "127.0.0.1" {
+	if ip := netutils.ParseIPSloppy(adv); ip == nil || !ip.Equal(net.IPv4(127, 0, 0, 1)) {
 		listen += ",https://" + hostPort(adv, EtcdClientPort)
 	}
 	a.Set("listen-client-urls", listen)
@@ -183,7 +184,7 @@ func (r Renderer) APIServer() Spec {
 	// of waiting for them: the pods' watches outlive a daemon stop, and
 	// the API server then took the daemon's whole 20 s stop timeout.
 	a.Set("shutdown-watch-termination-grace-period", "5s")
-	if ip := net.ParseIP(r.advertise()); ip != nil && ip.IsLoopback() {
+	if ip := netutils.ParseIPSloppy(r.advertise()); ip != nil && ip.IsLoopback() {
 		// A control plane alone on loopback (Config.ControlPlaneOnly): the
 		// reconciler cannot store a loopback address in the kubernetes
 		// Endpoints, and no pod needs them; as envtest's API server.

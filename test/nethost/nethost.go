@@ -150,13 +150,9 @@ const netnsLockDir = "/run/kubeboot-nethost"
 // that run: refused, and left as it is). One whose lock is held belongs
 // to a run of the tests going on now: refused.
 func addNetns(name string) error {
-	f, err := openLock(name)
+	f, err := lock(name)
 	if err != nil {
 		return err
-	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		f.Close()
-		return fmt.Errorf("network namespace %s belongs to another run of the tests going on now (its lock %s is held)", name, f.Name())
 	}
 	if err := replaceStale(name); err != nil {
 		releaseLock(f)
@@ -172,17 +168,39 @@ func addNetns(name string) error {
 	return nil
 }
 
-// openLock opens (creates) the lock file of name. Another test process
-// removes the directory when its last lock goes: made again then.
-func openLock(name string) (*os.File, error) {
+// lock takes the lock of name: its lock file, created if need be, held
+// with flock. A holder removes the file before it lets the lock go (and
+// the directory with the last one): a lock taken on a file no longer at
+// the path is taken again on the path's.
+func lock(name string) (*os.File, error) {
+	p := filepath.Join(netnsLockDir, name+".lock")
 	for i := 0; ; i++ {
+		if i == 10 {
+			return nil, fmt.Errorf("lock %s: removed under this test 10 times", p)
+		}
 		if err := os.MkdirAll(netnsLockDir, 0o755); err != nil {
 			return nil, err
 		}
-		f, err := os.OpenFile(filepath.Join(netnsLockDir, name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
-		if err == nil || !errors.Is(err, fs.ErrNotExist) || i == 10 {
-			return f, err
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_RDWR, 0o644)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // the directory went between MkdirAll and open
 		}
+		if err != nil {
+			return nil, err
+		}
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			f.Close()
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return nil, fmt.Errorf("network namespace %s belongs to another run of the tests going on now (its lock %s is held)", name, p)
+			}
+			return nil, fmt.Errorf("lock %s: %w", p, err)
+		}
+		held, err1 := f.Stat()
+		there, err2 := os.Stat(p)
+		if err1 == nil && err2 == nil && os.SameFile(held, there) {
+			return f, nil
+		}
+		f.Close() // a file its holder removed before letting it go
 	}
 }
 
