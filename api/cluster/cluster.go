@@ -169,7 +169,7 @@ func (e *ConfigError) Error() string { return e.Message }
 // Version returns the binary's versions, after checking that it speaks
 // this package's protocol.
 func Version(ctx context.Context, n Node) (Versions, error) {
-	r, err := call(ctx, n, wire.Request{Version: &wire.VersionRequest{}}, false)
+	r, err := call(ctx, n, wire.Request{Version: &wire.VersionRequest{}})
 	if err != nil {
 		return Versions{}, err
 	}
@@ -185,7 +185,7 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 	r, err := call(ctx, o.Node, wire.Request{Init: &wire.InitRequest{
 		Node: o.wire(), Config: o.Config, NodeName: o.NodeName, AdvertiseAddress: o.AdvertiseAddress,
 		ControlPlaneOnly: o.ControlPlaneOnly, SingleNode: o.SingleNode, Hardened: o.Hardened, UploadCerts: o.UploadCerts,
-	}}, true)
+	}})
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +202,7 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	if c := o.Command; c != nil {
 		req.Command = &wire.JoinCommand{Endpoint: c.Endpoint, Token: c.Token, CACertHash: c.CACertHash, ControlPlane: c.ControlPlane, CertificateKey: c.CertificateKey}
 	}
-	r, err := call(ctx, o.Node, wire.Request{Join: req}, true)
+	r, err := call(ctx, o.Node, wire.Request{Join: req})
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +216,7 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 // out of its cluster and removes everything kubeboot made on it, as
 // `kubeboot reset --force` does. Running it again is a no-op.
 func Reset(ctx context.Context, o ResetOptions) error {
-	_, err := call(ctx, o.Node, wire.Request{Reset: &wire.ResetRequest{Node: o.wire()}}, true)
+	_, err := call(ctx, o.Node, wire.Request{Reset: &wire.ResetRequest{Node: o.wire()}})
 	return err
 }
 
@@ -251,7 +251,7 @@ func CreateToken(ctx context.Context, o TokenOptions) (*JoinCommand, error) {
 	r, err := call(ctx, o.Node, wire.Request{CreateToken: &wire.CreateTokenRequest{
 		Kubeconfig: o.Kubeconfig, Token: o.Token, TTLSeconds: ttl, Description: o.Description,
 		Usages: o.Usages, Groups: o.Groups, CertificateKey: o.CertificateKey,
-	}}, true)
+	}})
 	if err != nil {
 		return nil, err
 	}
@@ -295,7 +295,7 @@ func Upgrade(ctx context.Context, o UpgradeOptions) (*UpgradeResult, error) {
 	}
 	r, err := call(ctx, o.Node, wire.Request{Upgrade: &wire.UpgradeRequest{
 		Node: o.wire(), Binary: o.To, Apply: o.Apply, Force: o.Force, TimeoutSeconds: timeout,
-	}}, true)
+	}})
 	if err != nil {
 		return nil, err
 	}
@@ -319,7 +319,7 @@ type RestoreOptions struct {
 func Restore(ctx context.Context, o RestoreOptions) (*InitResult, error) {
 	r, err := call(ctx, o.Node, wire.Request{Restore: &wire.RestoreRequest{
 		Node: o.wire(), Snapshot: o.Snapshot, AdvertiseAddress: o.AdvertiseAddress, NodeName: o.NodeName,
-	}}, true)
+	}})
 	if err != nil {
 		return nil, err
 	}
@@ -375,14 +375,11 @@ func moduleVersion() string {
 	return "(unknown)"
 }
 
-// call checks the binary's protocol version, unless the request is the
-// version request itself, then sends req and reads the answer.
-func call(ctx context.Context, n Node, req wire.Request, check bool) (*wire.Response, error) {
-	if check {
-		if _, err := Version(ctx, n); err != nil {
-			return nil, err
-		}
-	}
+// call sends req to the binary and reads the answer. Every answer names
+// the binary's protocol version, and a binary refuses a request of another
+// version before it runs anything: one that is not this package's is a
+// VersionError, whatever the operation.
+func call(ctx context.Context, n Node, req wire.Request) (*wire.Response, error) {
 	req.APIVersion = wire.APIVersion
 	in, err := json.Marshal(req)
 	if err != nil {

@@ -112,20 +112,13 @@ func apiRuntime(n wire.Node) (cluster.Runtime, error) {
 	return cluster.Runtime{Binary: exe, IgnorePreflightErrors: n.IgnorePreflightErrors}, err
 }
 
-// apiConfig parses a request's documents ("" parses to none).
-func apiConfig(data []byte) (*config.Config, error) {
-	if len(data) == 0 {
-		return &config.Config{}, nil
-	}
-	return config.Parse("config", data)
-}
-
 func apiInit(ctx context.Context, out io.Writer, r *wire.InitRequest) (*wire.InitResult, error) {
-	c, err := apiConfig(r.Config)
-	if err != nil {
-		return nil, err
-	}
+	c := &config.Config{}
 	if len(r.Config) > 0 {
+		var err error
+		if c, err = config.Parse("config", r.Config); err != nil {
+			return nil, err
+		}
 		if err := c.NeedInit(); err != nil {
 			return nil, err
 		}
