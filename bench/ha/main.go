@@ -17,24 +17,19 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/kubeboot/kubeboot/bench/internal/benchutil"
+	"github.com/kubeboot/kubeboot/bench/internal/hacluster"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 
 // etcdRestartLine is what a control-plane join prints when it restarts
 // its new etcd member, stuck unpublished (see joinphases.waitEtcdServing).
 const etcdRestartLine = "Restarting the new etcd member"
-
-var (
-	joinFlags = regexp.MustCompile(`--token (\S+) \\\s+--discovery-token-ca-cert-hash (\S+)`)
-	keyFlag   = regexp.MustCompile(`--certificate-key (\S+)`)
-)
 
 func main() {
 	settle := flag.Duration("settle", 5*time.Second, "how long each kill is watched")
@@ -46,41 +41,6 @@ func main() {
 	}
 }
 
-type cluster struct {
-	bin, dir    string
-	network     *nethost.Network
-	hosts       []*nethost.Host
-	token, hash string
-	key         string
-	seed        string
-}
-
-func (c *cluster) host(name, ip string) (*nethost.Host, error) {
-	h, err := nethost.NewWith("kbbench-h"+name, ip, filepath.Join(c.dir, name), c.bin, nethost.Options{Network: c.network})
-	if err == nil {
-		c.hosts = append(c.hosts, h)
-	}
-	return h, err
-}
-
-func (c *cluster) close() {
-	for i := len(c.hosts) - 1; i >= 0; i-- {
-		benchutil.KeepLogs(c.hosts[i], c.hosts[i].Name)
-		nethost.Run(c.hosts[i].Kubeboot("reset", "--force")) //nolint:errcheck
-		c.hosts[i].Close()
-	}
-	c.network.Close()
-	os.RemoveAll(c.dir)
-}
-
-func kb(h *nethost.Host, args ...string) (string, error) {
-	out, err := nethost.Run(h.Kubeboot(args...))
-	if err != nil {
-		return out, fmt.Errorf("%s: kubeboot %s: %v\n%s", h.Name, strings.Join(args, " "), err, out)
-	}
-	return out, nil
-}
-
 // keepOutput writes a join's output beside the kept logs.
 func keepOutput(name, out string) {
 	if dir := os.Getenv("KUBEBOOT_BENCH_LOGS"); dir != "" {
@@ -89,67 +49,23 @@ func keepOutput(name, out string) {
 	}
 }
 
-func apiReady(h *nethost.Host) bool {
-	c := &http.Client{Timeout: time.Second, Transport: &http.Transport{DialContext: h.DialContext, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}} //nolint:gosec // readiness only
-	resp, err := c.Get("https://" + h.IP + ":6443/readyz")
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	return resp.StatusCode == 200
-}
-
-// joinControlPlane joins h and returns the time to its API server's
-// /readyz and the join's output.
-func (c *cluster) joinControlPlane(h *nethost.Host, name string) (time.Duration, string, error) {
-	start := time.Now()
-	var ready time.Duration
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for time.Since(start) < 3*time.Minute && ready == 0 {
-			if apiReady(h) {
-				ready = time.Since(start)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
-	out, err := kb(h, "join", c.seed, "--token", c.token, "--discovery-token-ca-cert-hash", c.hash, "--control-plane", "--certificate-key", c.key, "--node-name", name)
-	<-done
-	return ready, out, err
-}
-
 func run(settle time.Duration, n int) error {
 	bin, err := benchutil.Binary()
 	if err != nil {
 		return err
 	}
-	if err := nethost.BecomeSubreaper(); err != nil {
-		return err
-	}
-	dir, err := os.MkdirTemp("", "kubeboot-bench-")
+	c, err := hacluster.New(bin, "", "kbbench-h")
 	if err != nil {
 		return err
 	}
-	network, err := nethost.NewNetwork("kbbench-hnet")
+	defer c.Close()
+	cp1, err := c.Host("cp1", "10.209.0.2")
 	if err != nil {
 		return err
 	}
-	c := &cluster{bin: bin, dir: dir, network: network, seed: "10.209.0.2:6443"}
-	defer c.close()
-	cp1, err := c.host("cp1", "10.209.0.2")
-	if err != nil {
+	if err := c.Init(cp1, "cp1"); err != nil {
 		return err
 	}
-	out, err := kb(cp1, "init", "--node-name", "cp1", "--upload-certs")
-	if err != nil {
-		return err
-	}
-	m, k := joinFlags.FindStringSubmatch(out), keyFlag.FindStringSubmatch(out)
-	if m == nil || k == nil {
-		return fmt.Errorf("no control-plane join command in init's output:\n%s", out)
-	}
-	c.token, c.hash, c.key = m[1], m[2], k[1]
 
 	// n joins: the second and the third control plane, then each next in
 	// place of the one before it (reset first, its logs kept).
@@ -160,16 +76,16 @@ func run(settle time.Duration, n int) error {
 		name, ip := fmt.Sprintf("cp%d", i+2), fmt.Sprintf("10.209.0.%d", 10+i)
 		if i >= 2 {
 			benchutil.KeepLogs(cps[2], cps[2].Name)
-			if _, err := kb(cps[2], "reset", "--force"); err != nil {
+			if _, err := hacluster.Kubeboot(cps[2], "reset", "--force"); err != nil {
 				return err
 			}
 			cps = cps[:2]
 		}
-		h, err := c.host(name, ip)
+		h, err := c.Host(name, ip)
 		if err != nil {
 			return err
 		}
-		d, out, err := c.joinControlPlane(h, name)
+		d, out, err := c.JoinControlPlane(h, name)
 		keepOutput(name, out)
 		if err != nil {
 			return err
@@ -183,11 +99,11 @@ func run(settle time.Duration, n int) error {
 		joins = append(joins, d)
 		cps = append(cps, h)
 	}
-	w, err := c.host("w1", "10.209.0.5")
+	w, err := c.Host("w1", "10.209.0.5")
 	if err != nil {
 		return err
 	}
-	if _, err := kb(w, "join", c.seed, "--token", c.token, "--discovery-token-ca-cert-hash", c.hash, "--node-name", "w1"); err != nil {
+	if _, err := c.Join(w, "w1"); err != nil {
 		return err
 	}
 
@@ -199,11 +115,11 @@ func run(settle time.Duration, n int) error {
 		}
 		fmt.Printf("killed %s: longest gap through the worker's load balancer %s\n", victim.Name, g.Round(time.Millisecond))
 		gaps = append(gaps, g)
-		if _, err := kb(victim, "daemon", "start"); err != nil {
+		if _, err := hacluster.Kubeboot(victim, "daemon", "start"); err != nil {
 			return err
 		}
 		deadline := time.Now().Add(2 * time.Minute)
-		for !apiReady(victim) {
+		for !hacluster.APIReady(victim) {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("%s's API server did not come back", victim.Name)
 			}
