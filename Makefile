@@ -35,7 +35,7 @@ VERSION_LDFLAGS = \
 # pinned, so two builds that report different versions test the mechanism).
 NEXT_VERSION := $(shell echo $(KUBE_VERSION) | awk -F. '{print $$1"."$$2"."$$3+1}')
 
-.PHONY: build build-next helpers test test-short examples clean
+.PHONY: build build-next bench-scale helpers test test-short examples clean
 # Static (CGO_ENABLED=0): the same binary runs on the host and as the only
 # file of the images kubeboot builds, where there is no dynamic loader.
 # First the per-pod helpers (the runc shim, pause, the CNI plugins), small
@@ -46,6 +46,11 @@ build: helpers
 build-next: KUBE_VERSION := $(NEXT_VERSION)
 build-next: helpers
 	CGO_ENABLED=0 go build -tags kubeboot_helpers -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(OUT)/kubeboot-next ./cmd/kubeboot
+
+# bench/scale is also kubemark's hollow node (`kubeboot-bench-scale
+# hollow-node`): upstream's test fakes stay out of the product binary.
+bench-scale:
+	CGO_ENABLED=0 go build -tags kubeboot_helpers -ldflags "$(VERSION_LDFLAGS)" -o $(OUT)/kubeboot-bench-scale ./bench/scale
 
 helpers:
 	go run ./hack/helpers -o pkg/helpers/bin
