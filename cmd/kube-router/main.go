@@ -50,7 +50,7 @@ func (i netpolInformers) NetworkPolicies() cache.SharedIndexInformer { return i.
 
 type opts struct {
 	kubeconfig, nodeName, serviceSubnets, podSubnets, nodePortRange, readyz string
-	syncPeriod                                                              time.Duration
+	syncPeriod, podEventInterval                                            time.Duration
 }
 
 func run(args []string) int {
@@ -63,6 +63,7 @@ func run(args []string) int {
 	fs.StringVar(&o.nodePortRange, "service-node-port-range", "30000-32767", "the NodePort range")
 	fs.StringVar(&o.readyz, "readyz", "127.0.0.1:20244", "address of /readyz (empty: none)")
 	fs.DurationVar(&o.syncPeriod, "sync-period", 5*time.Minute, "period of full syncs of policies to iptables (changes apply at once)")
+	fs.DurationVar(&o.podEventInterval, "pod-event-interval", time.Second, "pod changes that come within this of the last handed to the controller are handed over together once it has passed (0: each at once)")
 	klog.InitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -127,10 +128,11 @@ func (o opts) run(ctx context.Context) error {
 	}
 
 	f := informers.NewSharedInformerFactory(client, 0)
+	policies := f.Networking().V1().NetworkPolicies().Informer()
 	inf := netpolInformers{
-		pods:       f.Core().V1().Pods().Informer(),
+		pods:       pacedInformer{f.Core().V1().Pods().Informer(), ctx, o.podEventInterval, podMatters(o.nodeName, policies.GetStore())},
 		namespaces: f.Core().V1().Namespaces().Informer(),
-		policies:   f.Networking().V1().NetworkPolicies().Informer(),
+		policies:   policies,
 	}
 	f.Start(ctx.Done())
 	defer f.Shutdown()
