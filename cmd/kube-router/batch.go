@@ -30,18 +30,37 @@ type pacedInformer struct {
 }
 
 func (p pacedInformer) AddEventHandler(h cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	return p.SharedIndexInformer.AddEventHandler(p.pace(h))
+}
+
+// AddEventHandlerWithResyncPeriod and AddEventHandlerWithOptions pace too,
+// should a later kube-router register its handlers through them.
+func (p pacedInformer) AddEventHandlerWithResyncPeriod(h cache.ResourceEventHandler, resync time.Duration) (cache.ResourceEventHandlerRegistration, error) {
+	return p.SharedIndexInformer.AddEventHandlerWithResyncPeriod(p.pace(h), resync)
+}
+
+func (p pacedInformer) AddEventHandlerWithOptions(h cache.ResourceEventHandler, o cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	return p.SharedIndexInformer.AddEventHandlerWithOptions(p.pace(h), o)
+}
+
+func (p pacedInformer) pace(h cache.ResourceEventHandler) *pacer {
 	pc := newPacer(p.ctx, h, p.interval)
 	pc.relevant = p.relevant
-	return p.SharedIndexInformer.AddEventHandler(pc)
+	return pc
 }
 
 // podMatters tells whether a pod's change can change the node's rules:
 // the sync reads every pod from the lister, but with no NetworkPolicy in
-// the cluster it writes rules for the node's own pods only. So a change
-// to another node's pod (or to one not scheduled yet) matters only while
-// some policy exists; once the first is made, its own event starts a
-// full sync that reads every pod as it is then. Without this, every node
-// synced for every pod change of the cluster.
+// the cluster it writes rules (chains that accept everything) for the
+// node's own pods only — those whose status.hostIP is one of the node's
+// addresses, which for a pod scheduled here is the node's (a pod of
+// another node that still has an address this node took over is a case
+// this lets through unsynced: its accept-all chain stays until the next
+// sync of any kind). So a change to another node's pod, or to one not
+// scheduled yet, matters only while some policy exists; once the first
+// is made, its own event starts a full sync that reads every pod as it is
+// then (an informer updates its store before it tells its handlers).
+// Without this, every node synced for every pod change of the cluster.
 func podMatters(nodeName string, policies cache.Store) func(obj any) bool {
 	return func(obj any) bool {
 		pod, ok := obj.(*corev1.Pod)
