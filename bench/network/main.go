@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/kubeboot/kubeboot/bench/internal/benchutil"
+	"github.com/kubeboot/kubeboot/bench/internal/hacluster"
 	"github.com/kubeboot/kubeboot/pkg/images"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
@@ -92,14 +93,6 @@ func (b *bench) close() {
 	os.RemoveAll(b.dir)
 }
 
-func kb(h *nethost.Host, args ...string) (string, error) {
-	out, err := nethost.Run(h.Kubeboot(args...))
-	if err != nil {
-		return out, fmt.Errorf("%s: kubeboot %s: %v\n%s", h.Name, strings.Join(args, " "), err, out)
-	}
-	return out, nil
-}
-
 // kubectl runs the binary's kubectl on the control plane's host (the
 // binary as kubectl takes no --root).
 func kubectl(cp *nethost.Host, args ...string) (string, error) {
@@ -164,7 +157,7 @@ func (b *bench) setUp(mtu int) error {
 	if b.w1, err = host("w1", w1IP, "10.214.0.1", b.nets[1]); err != nil {
 		return err
 	}
-	out, err := kb(b.cp, "init", "--node-name", "cp", "--single-node")
+	out, err := hacluster.Kubeboot(b.cp, "init", "--node-name", "cp", "--single-node")
 	if err != nil {
 		return err
 	}
@@ -172,7 +165,7 @@ func (b *bench) setUp(mtu int) error {
 	if m == nil {
 		return fmt.Errorf("no join command in init's output")
 	}
-	if _, err := kb(b.w1, "join", cpIP+":6443", "--token", m[1], "--discovery-token-ca-cert-hash", m[2], "--node-name", "w1"); err != nil {
+	if _, err := hacluster.Kubeboot(b.w1, "join", cpIP+":6443", "--token", m[1], "--discovery-token-ca-cert-hash", m[2], "--node-name", "w1"); err != nil {
 		return err
 	}
 	if _, err := kubectl(b.cp, "wait", "--for=condition=Ready", "node/cp", "node/w1", "--timeout=120s"); err != nil {
