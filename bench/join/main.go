@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,8 +33,6 @@ func main() {
 }
 
 type sample struct{ containerd, kubelet, certificate, ready, exit time.Duration }
-
-var joinFlags = regexp.MustCompile(`--token (\S+) \\\s+--discovery-token-ca-cert-hash (\S+)`)
 
 func run(runs int) error {
 	bin, err := benchutil.Binary()
@@ -67,8 +64,8 @@ func run(runs int) error {
 	if err != nil {
 		return fmt.Errorf("init: %v\n%s", err, out)
 	}
-	m := joinFlags.FindStringSubmatch(out)
-	if m == nil {
+	j, ok := nethost.ParseJoin(out)
+	if !ok {
 		return fmt.Errorf("no join command in init's output:\n%s", out)
 	}
 	c, err := client(cp)
@@ -82,7 +79,7 @@ func run(runs int) error {
 			return err
 		}
 		name := fmt.Sprintf("w%d", i)
-		s, err := once(c, w, name, m[1], m[2])
+		s, err := once(c, w, name, j.Token, j.Hash)
 		if out, rerr := nethost.Run(w.Kubeboot("reset", "--force")); rerr != nil && err == nil {
 			err = fmt.Errorf("reset: %v\n%s", rerr, out)
 		}

@@ -31,10 +31,7 @@ import (
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 
-var (
-	joinFlags = regexp.MustCompile(`--token (\S+) \\\s+--discovery-token-ca-cert-hash (\S+)`)
-	rate      = regexp.MustCompile(`\(([0-9.]+) MiB/s\)`)
-)
+var rate = regexp.MustCompile(`\(([0-9.]+) MiB/s\)`)
 
 func main() {
 	mtu := flag.Int("mtu", 1500, "MTU of the links")
@@ -161,11 +158,11 @@ func (b *bench) setUp(mtu int) error {
 	if err != nil {
 		return err
 	}
-	m := joinFlags.FindStringSubmatch(out)
-	if m == nil {
+	j, ok := nethost.ParseJoin(out)
+	if !ok {
 		return fmt.Errorf("no join command in init's output")
 	}
-	if _, err := hacluster.Kubeboot(b.w1, "join", cpIP+":6443", "--token", m[1], "--discovery-token-ca-cert-hash", m[2], "--node-name", "w1"); err != nil {
+	if _, err := hacluster.Kubeboot(b.w1, "join", cpIP+":6443", "--token", j.Token, "--discovery-token-ca-cert-hash", j.Hash, "--node-name", "w1"); err != nil {
 		return err
 	}
 	if _, err := kubectl(b.cp, "wait", "--for=condition=Ready", "node/cp", "node/w1", "--timeout=120s"); err != nil {

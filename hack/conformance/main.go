@@ -97,8 +97,6 @@ func (l *lastLines) Write(p []byte) (int, error) {
 
 func (l *lastLines) String() string { return string(l.b) }
 
-var joinFlags = regexp.MustCompile(`--token (\S+) \\\s+--discovery-token-ca-cert-hash (\S+)`)
-
 func run(n int, focus, skip string, parallel int, harness string, keep, useRegistry, dualStack bool) error {
 	bin, err := filepath.Abs("_output/kubeboot")
 	if err == nil {
@@ -195,14 +193,14 @@ func run(n int, focus, skip string, parallel int, harness string, keep, useRegis
 	if err != nil {
 		return fmt.Errorf("init: %v\n%s", err, out)
 	}
-	m := joinFlags.FindStringSubmatch(out)
-	if m == nil {
+	j, ok := nethost.ParseJoin(out)
+	if !ok {
 		return fmt.Errorf("no join command in init's output:\n%s", out)
 	}
 	for i, h := range hosts[1:] {
 		name := fmt.Sprintf("w%d", i+1)
 		fmt.Printf("[conformance] kubeboot join on %s\n", name)
-		join := append([]string{"join", cp.IP + ":6443", "--token", m[1], "--discovery-token-ca-cert-hash", m[2], "--node-name", name}, mirrors...)
+		join := append([]string{"join", cp.IP + ":6443", "--token", j.Token, "--discovery-token-ca-cert-hash", j.Hash, "--node-name", name}, mirrors...)
 		if out, err := nethost.Run(h.Kubeboot(join...)); err != nil {
 			return fmt.Errorf("join %s: %v\n%s", name, err, out)
 		}

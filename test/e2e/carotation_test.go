@@ -59,24 +59,23 @@ func testCARotation(t *testing.T, name, subnet string, secondCP bool, initFlags 
 	cp := newHostWith(t, name+"-cp", subnet+".2", nethost.Options{Network: network})
 	w := newHostWith(t, name+"-w", subnet+".3", nethost.Options{Network: network})
 	out := kb(t, cp, append([]string{"init", "--node-name", "cp"}, initFlags...)...)
-	m := joinFlags.FindStringSubmatch(out)
-	if m == nil {
+	j, ok := nethost.ParseJoin(out)
+	if !ok {
 		t.Fatalf("no join command in init's output:\n%s", out)
 	}
 	cps, hosts := []*nethost.Host{cp}, []*nethost.Host{cp, w}
 	if secondCP {
-		k := certificateKeyFlag.FindStringSubmatch(out)
-		if k == nil {
+		if j.CertificateKey == "" {
 			t.Fatalf("no certificate key in init's output:\n%s", out)
 		}
 		cp2 := newHostWith(t, name+"-cp2", subnet+".4", nethost.Options{Network: network})
 		start := time.Now()
-		kb(t, cp2, "join", apiserver, "--token", m[1], "--discovery-token-ca-cert-hash", m[2], "--control-plane", "--certificate-key", k[1], "--node-name", "cp2")
+		kb(t, cp2, "join", apiserver, "--token", j.Token, "--discovery-token-ca-cert-hash", j.Hash, "--control-plane", "--certificate-key", j.CertificateKey, "--node-name", "cp2")
 		waitNodeReady(t, cp2, cp, "cp2", start)
 		cps, hosts = append(cps, cp2), append(hosts, cp2)
 	}
 	start := time.Now()
-	kb(t, w, "join", apiserver, "--token", m[1], "--discovery-token-ca-cert-hash", m[2], "--node-name", "w")
+	kb(t, w, "join", apiserver, "--token", j.Token, "--discovery-token-ca-cert-hash", j.Hash, "--node-name", "w")
 	waitNodeReady(t, w, cp, "w", start)
 	f := filepath.Join(t.TempDir(), "app.yaml")
 	os.WriteFile(f, []byte(fmt.Sprintf(testApp, images.TestServer)), 0o644)

@@ -100,12 +100,12 @@ func testStack(t *testing.T, c stackCase) {
 	start := time.Now()
 	out := kb(t, cp, "init", "--node-name", "cp", "--pod-network-cidr", c.podCIDR, "--service-cidr", c.svcCIDR)
 	t.Logf("init took %s", time.Since(start).Round(time.Millisecond))
-	m := joinFlags.FindStringSubmatch(out)
-	if m == nil {
+	j, ok := nethost.ParseJoin(out)
+	if !ok {
 		t.Fatalf("no join command in init's output:\n%s", out)
 	}
 	start = time.Now()
-	kb(t, w, "join", c.endpoint, "--token", m[1], "--discovery-token-ca-cert-hash", m[2], "--node-name", "w1")
+	kb(t, w, "join", c.endpoint, "--token", j.Token, "--discovery-token-ca-cert-hash", j.Hash, "--node-name", "w1")
 	took := waitNodeReady(t, w, cp, "w1", start)
 	t.Logf("w1 Ready %s after join started", took.Round(time.Millisecond))
 

@@ -22,8 +22,6 @@ import (
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 
-var certificateKeyFlag = regexp.MustCompile(`--certificate-key (\S+)`)
-
 // etcdClient is a client of the host's etcd member, from inside the
 // host, with the API server's etcd client certificate.
 func etcdClient(t *testing.T, h *nethost.Host) *clientv3.Client {
@@ -103,12 +101,11 @@ func TestHighAvailability(t *testing.T) {
 	w := newHostWith(t, "kbh-w1", "10.208.0.5", nethost.Options{Network: network})
 	cp1 := cps[0]
 	out := kb(t, cp1, "init", "--node-name", "cp1", "--upload-certs")
-	m := joinFlags.FindStringSubmatch(out)
-	k := certificateKeyFlag.FindStringSubmatch(out)
-	if m == nil || k == nil {
+	j, ok := nethost.ParseJoin(out)
+	if !ok || j.CertificateKey == "" {
 		t.Fatalf("no control-plane join command in init's output:\n%s", out)
 	}
-	token, hash, key := m[1], m[2], k[1]
+	token, hash, key := j.Token, j.Hash, j.CertificateKey
 	joinCP := func(h *nethost.Host, name, certKey string) []string {
 		return []string{"join", "10.208.0.2:6443", "--token", token, "--discovery-token-ca-cert-hash", hash, "--control-plane", "--certificate-key", certKey, "--node-name", name}
 	}

@@ -54,11 +54,11 @@ func TestHardened(t *testing.T) {
 			t.Errorf("init's output lacks %q:\n%s", want, out)
 		}
 	}
-	m, k := joinFlags.FindStringSubmatch(out), certificateKeyFlag.FindStringSubmatch(out)
-	if m == nil || k == nil {
+	j, ok := nethost.ParseJoin(out)
+	if !ok || j.CertificateKey == "" {
 		t.Fatalf("no control-plane join command in init's output:\n%s", out)
 	}
-	token, hash, key := m[1], m[2], k[1]
+	token, hash, key := j.Token, j.Hash, j.CertificateKey
 	for _, f := range []string{"etc/kubernetes/pki/encryption-config.yaml", "etc/kubernetes/audit-policy.yaml"} {
 		if st, err := os.Stat(filepath.Join(cp1.Root, f)); err != nil || st.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v, mode %v; want 0600", f, err, st.Mode().Perm())

@@ -48,8 +48,8 @@ func TestKubeadmJoinsKubeboot(t *testing.T) {
 	kw := newHostWith(t, "kbk-kw", "10.211.0.3", nethost.Options{Network: network,
 		PrivateDirs: []string{"/etc/kubernetes", "/var/lib/kubelet", "/var/log", "/usr/libexec"}})
 	out := kb(t, cp, "init", "--node-name", "cp")
-	m := joinFlags.FindStringSubmatch(out)
-	if m == nil {
+	j, ok := nethost.ParseJoin(out)
+	if !ok {
 		t.Fatalf("no join command in init's output:\n%s", out)
 	}
 
@@ -87,7 +87,7 @@ func TestKubeadmJoinsKubeboot(t *testing.T) {
 	})
 
 	joinStart := time.Now()
-	join := kw.Command(kubeadm, "join", "10.211.0.2:6443", "--token", m[1], "--discovery-token-ca-cert-hash", m[2],
+	join := kw.Command(kubeadm, "join", "10.211.0.2:6443", "--token", j.Token, "--discovery-token-ca-cert-hash", j.Hash,
 		"--node-name", "kw", "--cri-socket", socket, "--ignore-preflight-errors", "all")
 	var joinOut strings.Builder
 	join.Stdout, join.Stderr = &joinOut, &joinOut

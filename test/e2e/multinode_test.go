@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -37,8 +36,6 @@ func newNetwork(t *testing.T, name string) *nethost.Network {
 	t.Helper()
 	return newNetworkMTU(t, name, 0)
 }
-
-var joinFlags = regexp.MustCompile(`--token (\S+) \\\s+--discovery-token-ca-cert-hash (\S+)`)
 
 // kubectlOn runs kubectl on host h with the control plane's admin.conf.
 func kubectlOn(t *testing.T, h, cp *nethost.Host, args ...string) string {
@@ -130,11 +127,11 @@ func TestMultiNode(t *testing.T) {
 	if !strings.Contains(out, "WARNING: CoreDNS answers cluster names only") || !strings.Contains(out, "--dns-upstream") {
 		t.Errorf("init's output does not warn that names outside the cluster will not resolve:\n%s", out)
 	}
-	m := joinFlags.FindStringSubmatch(out)
-	if m == nil {
+	j, ok := nethost.ParseJoin(out)
+	if !ok {
 		t.Fatalf("no join command in init's output:\n%s", out)
 	}
-	token, hash := m[1], m[2]
+	token, hash := j.Token, j.Hash
 
 	t.Run("refusals write nothing", func(t *testing.T) {
 		refusals(t, cp, w1, w2, fake, token, hash)

@@ -35,12 +35,12 @@ func TestUpgrade(t *testing.T) {
 	cp := newHostWith(t, "kbu-cp", "10.219.0.2", nethost.Options{Network: network})
 	w := newHostWith(t, "kbu-w", "10.219.0.3", nethost.Options{Network: network})
 	out := kb(t, cp, "init", "--node-name", "cp", "--skip-phases", "addon/storage,addon/metrics-server")
-	m := joinFlags.FindStringSubmatch(out)
-	if m == nil {
+	j, ok := nethost.ParseJoin(out)
+	if !ok {
 		t.Fatalf("no join command in init's output:\n%s", out)
 	}
 	start := time.Now()
-	kb(t, w, "join", "10.219.0.2:6443", "--token", m[1], "--discovery-token-ca-cert-hash", m[2], "--node-name", "w")
+	kb(t, w, "join", "10.219.0.2:6443", "--token", j.Token, "--discovery-token-ca-cert-hash", j.Hash, "--node-name", "w")
 	waitNodeReady(t, w, cp, "w", start)
 	f := filepath.Join(t.TempDir(), "app.yaml")
 	os.WriteFile(f, []byte(strings.Replace(fmt.Sprintf(testApp, images.TestServer), "replicas: 2", "replicas: 1", 1)), 0o644)

@@ -10,17 +10,11 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/kubeboot/kubeboot/bench/internal/benchutil"
 	"github.com/kubeboot/kubeboot/test/nethost"
-)
-
-var (
-	joinFlags = regexp.MustCompile(`--token (\S+) \\\s+--discovery-token-ca-cert-hash (\S+)`)
-	keyFlag   = regexp.MustCompile(`--certificate-key (\S+)`)
 )
 
 // Cluster is a cluster's hosts on one network, and what joining it takes.
@@ -101,11 +95,11 @@ func (c *Cluster) Init(h *nethost.Host, name string, extra ...string) error {
 	if err != nil {
 		return err
 	}
-	m, k := joinFlags.FindStringSubmatch(out), keyFlag.FindStringSubmatch(out)
-	if m == nil || k == nil {
+	j, ok := nethost.ParseJoin(out)
+	if !ok || j.CertificateKey == "" {
 		return fmt.Errorf("no control-plane join command in init's output:\n%s", out)
 	}
-	c.Token, c.Hash, c.Key = m[1], m[2], k[1]
+	c.Token, c.Hash, c.Key = j.Token, j.Hash, j.CertificateKey
 	c.Seed = h.IP + ":6443"
 	return nil
 }
