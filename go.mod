@@ -3,6 +3,7 @@ module github.com/kubeboot/kubeboot
 go 1.26.8
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/cloudnativelabs/kube-router/v2 v2.11.1
 	github.com/containerd/containerd/v2 v2.4.2
 	github.com/containerd/errdefs v1.0.0
