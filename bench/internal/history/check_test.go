@@ -188,6 +188,18 @@ func TestCheck(t *testing.T) {
 			fail:  []string{"not linearizable"},
 		},
 		{
+			// Seen in a run: a create through a cut-off follower's API
+			// server timed out (500) at 170, was committed once the cut
+			// healed, after creates called later had taken lower rvs.
+			name: "unknown create committed after its error",
+			extra: []Op{
+				op("w4", Create, "c7", "c7", 100, 170, Unknown, 0),
+				op("w5", Create, "c8", "c8", 180, 185, OK, 14),
+			},
+			patch: func(h *hist) { h.apply(true, "c7", "c7", 20, ms(210)) },
+			tally: func(r Result) bool { return r.Creates.Resolved == 1 },
+		},
+		{
 			name:  "unknown create seen nowhere",
 			extra: []Op{op("w4", Create, "c5", "c5", 100, 200, Unknown, 0)},
 			tally: func(r Result) bool { return r.Creates.Dropped == 1 && r.Creates.Unknown == 1 },

@@ -22,7 +22,10 @@ const (
 	// answered: an OK answer, or a CAS's conflict.
 	answered
 	// resolved: an unknown write a watch showed; RV and Return from the
-	// event.
+	// event. Not the error's time: a write whose client was told it timed
+	// out can still be committed later (a proposal queued on a cut-off
+	// follower is forwarded to the leader once the cut heals), as Jepsen's
+	// indeterminate operations may take effect any time after their call.
 	resolved
 	// missed: an unknown write no watch showed but a read or a final
 	// did; RV from that (0 for a create), Return never.
@@ -197,7 +200,7 @@ func settle(r *Result, o *Op, t *Tally, x *sighting) status {
 		return void
 	case x.watched:
 		t.Resolved++
-		o.RV, o.Return = x.rv, min(o.Return, max(x.recv, o.Call))
+		o.RV, o.Return = x.rv, max(x.recv, o.Call)
 		return resolved
 	}
 	t.Missed++
