@@ -61,7 +61,12 @@ func main() {
 	flag.DurationVar(&o.rotate, "rotate", 30*time.Second, "how long a generation of registers is used before the next")
 	flag.DurationVar(&o.timeout, "check-timeout", time.Minute, "the linearizability check's limit per register")
 	flag.StringVar(&o.out, "out", os.Getenv("KUBEBOOT_BENCH_LOGS"), "where the history is written (none when empty)")
+	check := flag.String("check", "", "check the history a run wrote into this directory again, and exit")
 	flag.Parse()
+	run := run
+	if *check != "" {
+		run = func(o options) error { return recheck(*check, o.timeout) }
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -492,7 +497,7 @@ func (b *bench) finish(ctx context.Context, workers []*worker, faults []injected
 	for i := range faults {
 		faults[i].GapMajority, faults[i].GapBalancer = writeGaps(ops, faults[i])
 	}
-	b.write(ops, events, faults)
+	b.write(ops, events, faults, finals)
 
 	fmt.Printf("\nfaults under load: 3 control planes (stacked etcd) + 1 worker, %d faults in %s, machine busy %.2f cores\n",
 		len(faults), time.Since(start).Round(time.Second), (benchutil.BusyCPU()-busy0).Seconds()/time.Since(start).Seconds())
@@ -501,6 +506,7 @@ func (b *bench) finish(ctx context.Context, workers []*worker, faults []injected
 		fmt.Printf("  %-5d %-18s %-7s %-11s +%-4d %-8s %-8s %-8s %s\n", f.Cycle, f.Fault, f.Victim, f.LeaderBefore+"→"+f.LeaderNow, f.TermNow-f.TermBefore,
 			f.GapMajority.Round(10*time.Millisecond), f.GapBalancer.Round(10*time.Millisecond), f.EtcdHealthy.Round(100*time.Millisecond), f.APIsReady.Round(100*time.Millisecond))
 	}
+	byKind(ops, events, faults)
 	b.summary(ops, workers, faults, end)
 	fmt.Printf("  watches: %d events, %d restarted from a list\n", len(events), b.watches.gaps)
 	ok := true
@@ -626,7 +632,7 @@ func during(op history.Op, faults []injected) bool {
 }
 
 // write keeps the history for a later look (JSON lines).
-func (b *bench) write(ops []history.Op, events []history.Event, faults []injected) {
+func (b *bench) write(ops []history.Op, events []history.Event, faults []injected, finals []history.Final) {
 	if b.o.out == "" {
 		return
 	}
@@ -645,6 +651,7 @@ func (b *bench) write(ops []history.Op, events []history.Event, faults []injecte
 	put("history.jsonl", len(ops), func(i int) any { return ops[i] })
 	put("watch.jsonl", len(events), func(i int) any { return events[i] })
 	put("faults.jsonl", len(faults), func(i int) any { return faults[i] })
+	put("finals.jsonl", len(finals), func(i int) any { return finals[i] })
 	fmt.Printf("  history written to %s\n", b.o.out)
 }
 
@@ -658,4 +665,101 @@ func equal(hs map[string]uint32) bool {
 		}
 	}
 	return true
+}
+
+// byKind prints, per kind of fault, its cycles, the writes (creates,
+// writes, CAS) acknowledged and unknown from its injection to 5 s after
+// its heal, the unknown ones a watch showed applied, the longest gaps and
+// the recovery times against the goals.
+func byKind(ops []history.Op, events []history.Event, faults []injected) {
+	seen := map[string]bool{} // creates by name, register writes by value
+	for _, e := range events {
+		if e.Log {
+			seen[e.Key] = true
+		} else {
+			seen[e.Value] = true
+		}
+	}
+	fmt.Printf("  %-18s %-6s %-7s %-16s %-14s %-14s %s\n", "fault", "cycles", "acked", "unknown→applied", "gap.maj max", "etcd.ok max", "readyz max")
+	var kinds []string
+	for _, f := range faults {
+		if !slices.Contains(kinds, f.Fault) {
+			kinds = append(kinds, f.Fault)
+		}
+	}
+	for _, k := range kinds {
+		var n, acked, unknown, applied int
+		var gap, etcd, ready time.Duration
+		for _, f := range faults {
+			if f.Fault != k {
+				continue
+			}
+			n++
+			gap, etcd, ready = max(gap, f.GapMajority), max(etcd, f.EtcdHealthy), max(ready, f.APIsReady)
+			for _, op := range ops {
+				if op.Kind == history.Get || op.Kind == history.List || op.Call < f.Inject || op.Call > f.Heal+5*time.Second {
+					continue
+				}
+				switch op.Outcome {
+				case history.OK:
+					acked++
+				case history.Unknown:
+					unknown++
+					if op.Kind == history.Create && seen[op.Key] || op.Kind != history.Create && seen[op.Value] {
+						applied++
+					}
+				}
+			}
+		}
+		met := func(d, goal time.Duration) string {
+			return fmt.Sprintf("%s (%s)", d.Round(10*time.Millisecond), map[bool]string{true: "met", false: "NOT met"}[d <= goal])
+		}
+		fmt.Printf("  %-18s %-6d %-7d %-16s %-14s %-14s %s\n", k, n, acked, fmt.Sprintf("%d→%d", unknown, applied),
+			met(gap, 2*time.Second), met(etcd, 30*time.Second), met(ready, time.Minute))
+	}
+}
+
+// recheck judges a history written by an earlier run (-out).
+func recheck(dir string, timeout time.Duration) error {
+	ops, err := readLines[history.Op](filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return err
+	}
+	events, err := readLines[history.Event](filepath.Join(dir, "watch.jsonl"))
+	if err != nil {
+		return err
+	}
+	faults, err := readLines[injected](filepath.Join(dir, "faults.jsonl"))
+	if err != nil {
+		return err
+	}
+	finals, err := readLines[history.Final](filepath.Join(dir, "finals.jsonl"))
+	if err != nil {
+		return err
+	}
+	byKind(ops, events, faults)
+	res := history.Check(ops, events, finals, timeout)
+	res.Print(os.Stdout)
+	if !res.OK() {
+		return fmt.Errorf("the history is not what a linearizable store that loses nothing gives (above)")
+	}
+	return nil
+}
+
+func readLines[T any](file string) ([]T, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []T
+	dec := json.NewDecoder(f)
+	for dec.More() {
+		var v T
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
