@@ -125,7 +125,7 @@ func run(o options) error {
 	defer stop()
 	busy0 := benchutil.BusyCPU()
 	start := time.Now()
-	if err := b.cluster(ctx); err != nil {
+	if err := b.cluster(); err != nil {
 		return err
 	}
 	if err := b.clients(); err != nil {
@@ -185,27 +185,10 @@ cycles:
 
 // cluster makes cp1 (no metrics-server: not what is measured), joins cp2
 // and cp3 as control planes and w1 as a worker.
-func (b *bench) cluster(ctx context.Context) error {
-	cp1, err := b.c.Host("cp1", "10.226.0.2")
-	if err != nil {
-		return err
-	}
+func (b *bench) cluster() (err error) {
 	t := time.Now()
-	if err := b.c.Init(cp1, "cp1", "--skip-phases", "addon/metrics-server"); err != nil {
+	if b.cps, err = b.c.ControlPlanes(3, "10.226.0", "--skip-phases", "addon/metrics-server"); err != nil {
 		return err
-	}
-	fmt.Printf("init cp1: %s\n", time.Since(t).Round(time.Millisecond))
-	b.cps = []*nethost.Host{cp1}
-	for i := 2; i <= 3; i++ {
-		name := fmt.Sprintf("cp%d", i)
-		h, err := b.c.Host(name, fmt.Sprintf("10.226.0.%d", 8+i))
-		if err != nil {
-			return err
-		}
-		if _, _, err := b.c.JoinControlPlane(h, name); err != nil {
-			return err
-		}
-		b.cps = append(b.cps, h)
 	}
 	if b.w1, err = b.c.Host("w1", "10.226.0.5"); err != nil {
 		return err

@@ -162,31 +162,9 @@ func (b *bench) hosts() []*nethost.Host { return append(slices.Clone(b.cps), b.h
 
 // controlPlanes makes the first control plane (no metrics-server: it
 // would scrape kubelets that serve no TLS) and joins the others.
-func (b *bench) controlPlanes() error {
-	cp1, err := b.c.Host("cp1", "10.210.0.2")
-	if err != nil {
-		return err
-	}
-	start := time.Now()
-	if err := b.c.Init(cp1, "cp1", "--skip-phases", "addon/metrics-server"); err != nil {
-		return err
-	}
-	fmt.Printf("init cp1: %s\n", time.Since(start).Round(time.Millisecond))
-	b.cps = []*nethost.Host{cp1}
-	for i := 2; i <= b.o.controlPlanes; i++ {
-		name := fmt.Sprintf("cp%d", i)
-		h, err := b.c.Host(name, fmt.Sprintf("10.210.0.%d", 8+i))
-		if err != nil {
-			return err
-		}
-		d, _, err := b.c.JoinControlPlane(h, name)
-		if err != nil {
-			return err
-		}
-		fmt.Printf("join --control-plane %s: API server ready after %s\n", name, d.Round(time.Millisecond))
-		b.cps = append(b.cps, h)
-	}
-	return nil
+func (b *bench) controlPlanes() (err error) {
+	b.cps, err = b.c.ControlPlanes(b.o.controlPlanes, "10.210.0", "--skip-phases", "addon/metrics-server")
+	return err
 }
 
 // clients builds the driver's clients from the administrator's

@@ -104,6 +104,36 @@ func (c *Cluster) Init(h *nethost.Host, name string, extra ...string) error {
 	return nil
 }
 
+// ControlPlanes makes n control planes named cp1…cpN on the /24 whose
+// first three numbers are net: cp1 at .2 from init with extra flags, the
+// others at .10, .11, … joined to it; it prints how long each took.
+func (c *Cluster) ControlPlanes(n int, net string, extra ...string) ([]*nethost.Host, error) {
+	cp1, err := c.Host("cp1", net+".2")
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	if err := c.Init(cp1, "cp1", extra...); err != nil {
+		return nil, err
+	}
+	fmt.Printf("init cp1: %s\n", time.Since(start).Round(time.Millisecond))
+	cps := []*nethost.Host{cp1}
+	for i := 2; i <= n; i++ {
+		name := fmt.Sprintf("cp%d", i)
+		h, err := c.Host(name, fmt.Sprintf("%s.%d", net, 8+i))
+		if err != nil {
+			return nil, err
+		}
+		d, _, err := c.JoinControlPlane(h, name)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Printf("join --control-plane %s: API server ready after %s\n", name, d.Round(time.Millisecond))
+		cps = append(cps, h)
+	}
+	return cps, nil
+}
+
 // Join joins h as a worker named name.
 func (c *Cluster) Join(h *nethost.Host, name string) (string, error) {
 	return Kubeboot(h, "join", c.Seed, "--token", c.Token, "--discovery-token-ca-cert-hash", c.Hash, "--node-name", name)
