@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -120,12 +121,13 @@ func pause(h *nethost.Host, u *undo) (func() error, error) {
 		pids = append(pids, pid)
 	}
 	cont := func() error {
+		var errs []error
 		for _, pid := range pids {
 			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-				return err
+				errs = append(errs, fmt.Errorf("SIGCONT %d: %w", pid, err))
 			}
 		}
-		return nil
+		return errors.Join(errs...)
 	}
 	u.push(func() { cont() }) //nolint:errcheck
 	for _, pid := range pids {

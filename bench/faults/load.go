@@ -115,6 +115,8 @@ func classify(kind history.Kind, err error) (history.Outcome, int) {
 		switch {
 		case code == 409 && kind == history.CAS:
 			return history.Conflict, code
+		case code == 409: // impossible here (unique names, no retries): maybe applied, and an anomaly
+			return history.Unknown, code
 		case code >= 400 && code < 500 && code != 408:
 			return history.Fail, code
 		}
@@ -201,8 +203,10 @@ func (w *worker) cas(ctx context.Context, key string) {
 }
 
 // list reads one generation of registers (no resourceVersion: served by
-// the watch cache once it caught up with etcd's current revision).
-func (w *worker) list(ctx context.Context, gen int) {
+// the watch cache once it caught up with etcd's current revision); a
+// register of keys it lacks is recorded as read empty, which no write
+// made.
+func (w *worker) list(ctx context.Context, gen int, keys []string) {
 	call := w.rec.since()
 	var out corev1.ConfigMapList
 	err := w.do(ctx, w.rc.Get().Namespace(regNS).Resource("configmaps").Param("labelSelector", "gen="+strconv.Itoa(gen)), &out)
@@ -212,6 +216,11 @@ func (w *worker) list(ctx context.Context, gen int) {
 		op.Items = map[string]history.Item{}
 		for i := range out.Items {
 			op.Items[out.Items[i].Name] = history.Item{Value: out.Items[i].Data["v"], RV: rv(&out.Items[i])}
+		}
+		for _, k := range keys {
+			if _, ok := op.Items[k]; !ok {
+				op.Items[k] = history.Item{}
+			}
 		}
 	}
 	w.record(op, err, call)

@@ -17,8 +17,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -153,7 +155,7 @@ func run(o options) error {
 		return err
 	}
 	fmt.Printf("load on: %d workers; warm-up 15 s\n", len(workers))
-	time.Sleep(15 * time.Second)
+	sleep(ctx, 15*time.Second)
 
 	var done []injected
 	var ferr error
@@ -178,6 +180,7 @@ cycles:
 	wg.Wait()
 	b.undo.run()
 	if ferr != nil {
+		b.write(b.rec.snapshot(), b.watches.snapshot(), done, nil) // what there is, to look at
 		return ferr
 	}
 	return b.finish(ctx, workers, done, busy0, start)
@@ -363,7 +366,14 @@ func (b *bench) load(ctx context.Context, wg *sync.WaitGroup) ([]*worker, error)
 		if err := start(t, "get", 0, every(2), func(w *worker, ctx context.Context) { w.seq++; w.get(ctx, key(w)) }); err != nil {
 			return nil, err
 		}
-		if err := start(t, "list", 0, every(2), func(w *worker, ctx context.Context) { w.list(ctx, b.gen()) }); err != nil {
+		if err := start(t, "list", 0, every(2), func(w *worker, ctx context.Context) {
+			g := b.gen()
+			keys := make([]string, b.o.regs)
+			for k := range keys {
+				keys[k] = regKey(g, k)
+			}
+			w.list(ctx, g, keys)
+		}); err != nil {
 			return nil, err
 		}
 		if t.name == "lb" {
@@ -381,7 +391,7 @@ func (b *bench) inject(ctx context.Context, cycle int, f fault, before []injecte
 	if err := b.waitHealthy(ctx, 2*time.Minute); err != nil {
 		return injected{}, fmt.Errorf("before %s: %w", f.name, err)
 	}
-	time.Sleep(5 * time.Second)
+	sleep(ctx, 5*time.Second)
 	st := etcdNow(ctx, b.members, b.ids)
 	if !st.healthy {
 		return injected{}, fmt.Errorf("before %s: etcd: %s", f.name, st.why)
@@ -411,7 +421,7 @@ func (b *bench) inject(ctx context.Context, cycle int, f fault, before []injecte
 		}
 		return in, fmt.Errorf("%s on %s: %w", f.name, victim, err)
 	}
-	time.Sleep(f.hold)
+	sleep(ctx, f.hold)
 	in.Heal = b.rec.since()
 	healed := time.Now()
 	if err := heal(); err != nil {
@@ -420,6 +430,9 @@ func (b *bench) inject(ctx context.Context, cycle int, f fault, before []injecte
 	b.undo.truncate(undone)
 	deadline := healed.Add(2 * time.Minute)
 	for in.EtcdHealthy == 0 || in.APIsReady == 0 {
+		if ctx.Err() != nil {
+			return in, ctx.Err()
+		}
 		if time.Now().After(deadline) {
 			return in, fmt.Errorf("after %s on %s: not healthy within 2 min: %s", f.name, victim, etcdNow(ctx, b.members, b.ids).why)
 		}
@@ -431,7 +444,7 @@ func (b *bench) inject(ctx context.Context, cycle int, f fault, before []injecte
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	time.Sleep(5 * time.Second)
+	sleep(ctx, 5*time.Second)
 	st = etcdNow(ctx, b.members, b.ids)
 	in.LeaderNow, in.TermNow = st.leader, st.term
 	return in, nil
@@ -443,15 +456,12 @@ func (b *bench) finish(ctx context.Context, workers []*worker, faults []injected
 		return fmt.Errorf("after the faults: %w", err)
 	}
 	end := b.rec.since()
-	// Every API server lists everything, straight.
-	var finals []history.Final
-	for _, h := range b.cps {
-		f, err := finalList(ctx, nodeName(h), b.direct[nodeName(h)])
-		if err != nil {
-			return err
+	written := false
+	defer func() {
+		if !written { // what there is, to look at
+			b.write(b.rec.snapshot(), b.watches.snapshot(), faults, nil)
 		}
-		finals = append(finals, f)
-	}
+	}()
 	// A fence written last in each namespace: once every watch has seen
 	// it, it has seen every write before it.
 	for _, ns := range []string{logNS, regNS} {
@@ -469,6 +479,16 @@ func (b *bench) finish(ctx context.Context, workers []*worker, faults []injected
 			}
 		}
 	}
+	// Every API server lists everything, straight: after the fence, so
+	// that a write committed late (an unknown one) is in the finals too.
+	var finals []history.Final
+	for _, h := range b.cps {
+		f, err := finalList(ctx, nodeName(h), b.direct[nodeName(h)])
+		if err != nil {
+			return err
+		}
+		finals = append(finals, f)
+	}
 	// Members apply the same compaction at slightly different moments:
 	// hashes taken meanwhile differ for that alone; ask again then.
 	rev, hs, herr := hashes(ctx, b.members)
@@ -481,6 +501,7 @@ func (b *bench) finish(ctx context.Context, workers []*worker, faults []injected
 		faults[i].GapMajority, faults[i].GapBalancer = writeGaps(ops, faults[i])
 	}
 	b.write(ops, events, faults, finals)
+	written = true
 
 	fmt.Printf("\nfaults under load: 3 control planes (stacked etcd) + 1 worker, %d faults in %s, machine busy %.2f cores\n",
 		len(faults), time.Since(start).Round(time.Second), (benchutil.BusyCPU()-busy0).Seconds()/time.Since(start).Seconds())
@@ -491,14 +512,19 @@ func (b *bench) finish(ctx context.Context, workers []*worker, faults []injected
 	}
 	byKind(ops, events, faults)
 	b.summary(ops, workers, faults, end)
-	fmt.Printf("  watches: %d events, %d restarted from a list\n", len(events), b.watches.gaps)
-	ok := true
+	relists, disorder := b.watches.restarts()
+	fmt.Printf("  watches: %d events, %d restarted from a list, %d out of order\n", len(events), relists, len(disorder))
+	ok := len(disorder) == 0
+	for i, d := range disorder[:min(len(disorder), 10)] {
+		fmt.Printf("    out of order %d: %s\n", i+1, d)
+	}
 	if herr != nil {
 		fmt.Printf("  etcd HashKV: %v\n", herr)
 		ok = false
 	} else {
-		ok = equal(hs)
-		fmt.Printf("  etcd HashKV at revision %d: %v (%s)\n", rev, hs, map[bool]string{true: "equal", false: "DIFFERENT"}[ok])
+		eq := equal(hs)
+		ok = ok && eq
+		fmt.Printf("  etcd HashKV at revision %d: %v (%s)\n", rev, hs, map[bool]string{true: "equal", false: "DIFFERENT"}[eq])
 	}
 	res := history.Check(ops, events, finals, b.o.timeout)
 	res.Print(os.Stdout)
@@ -527,7 +553,7 @@ func finalList(ctx context.Context, name string, cs kubernetes.Interface) (histo
 			}
 			for i := range l.Items {
 				cm := &l.Items[i]
-				if !ours(cm.Name) {
+				if !ours(cm.Name) || cm.Name == "fence" {
 					continue
 				}
 				if ns == logNS {
@@ -717,6 +743,10 @@ func recheck(dir string, timeout time.Duration) error {
 		return err
 	}
 	finals, err := readLines[history.Final](filepath.Join(dir, "finals.jsonl"))
+	if errors.Is(err, fs.ErrNotExist) {
+		byKind(ops, events, faults)
+		return fmt.Errorf("%s has no final lists (the run stopped before them): the history cannot be judged", dir)
+	}
 	if err != nil {
 		return err
 	}
@@ -745,4 +775,12 @@ func readLines[T any](file string) ([]T, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
 }

@@ -27,8 +27,9 @@ func TestClassify(t *testing.T) {
 	}{
 		{history.Create, nil, history.OK},
 		{history.CAS, apierrors.NewConflict(cm, "r", errors.New("stale")), history.Conflict},
-		// A create's 409 (AlreadyExists) is not a CAS's: it did nothing.
-		{history.Create, apierrors.NewAlreadyExists(cm, "c"), history.Fail},
+		// A create's 409 (AlreadyExists) is not a CAS's: with unique names
+		// the object exists, so it was maybe applied (and an anomaly).
+		{history.Create, apierrors.NewAlreadyExists(cm, "c"), history.Unknown},
 		{history.Create, apierrors.NewTooManyRequests("slow down", 1), history.Fail},
 		{history.Get, apierrors.NewNotFound(cm, "r"), history.Fail},
 		// A 5xx or a timeout may come after etcd applied the write.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -23,7 +25,12 @@ type watches struct {
 	events []history.Event
 	last   map[string]int64 // the newest RV each watch saw
 	gaps   int              // watches restarted from a list (410)
-	wg     sync.WaitGroup
+	// disorder lists events (or relists) whose RV was not above every RV
+	// the same watch had delivered before: a watch must be ordered and
+	// unique across its resumes (etcd's robustness tests found one that
+	// went back in time after a resume, etcd #15271).
+	disorder []string
+	wg       sync.WaitGroup
 }
 
 func (w *watches) start(ctx context.Context, source string, cs kubernetes.Interface, ns string, from int64) {
@@ -38,8 +45,29 @@ func (w *watches) add(e history.Event) {
 	w.mu.Lock()
 	w.events = append(w.events, e)
 	k := e.Source + "/" + strconv.FormatBool(e.Log)
+	if e.Type != "LISTED" && e.RV <= w.last[k] {
+		w.disorder = append(w.disorder, fmt.Sprintf("%s: %s %s at rv %d after rv %d", k, e.Type, e.Key, e.RV, w.last[k]))
+	}
 	w.last[k] = max(w.last[k], e.RV)
 	w.mu.Unlock()
+}
+
+// seen raises what a watch is known to have delivered up to (a bookmark,
+// a relist's RV).
+func (w *watches) seen(source string, log bool, rv int64, what string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	k := source + "/" + strconv.FormatBool(log)
+	if rv < w.last[k] {
+		w.disorder = append(w.disorder, fmt.Sprintf("%s: %s at rv %d after rv %d", k, what, rv, w.last[k]))
+	}
+	w.last[k] = max(w.last[k], rv)
+}
+
+func (w *watches) restarts() (int, []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.gaps, slices.Clone(w.disorder)
 }
 
 func (w *watches) newest(source string, log bool) int64 {
@@ -86,11 +114,8 @@ func (w *watches) run(ctx context.Context, source string, cs kubernetes.Interfac
 			r := rv(cm)
 			if ev.Type != watch.Bookmark && ours(cm.Name) {
 				w.add(history.Event{Source: source, Type: string(ev.Type), Log: log, Key: cm.Name, Value: cm.Data["v"], RV: r, Recv: w.rec.since()})
-			} else {
-				w.mu.Lock()
-				k := source + "/" + strconv.FormatBool(log)
-				w.last[k] = max(w.last[k], r)
-				w.mu.Unlock()
+			} else if ev.Type == watch.Bookmark {
+				w.seen(source, log, r, "a bookmark")
 			}
 			from = max(from, r)
 		}
@@ -120,6 +145,7 @@ func (w *watches) relist(ctx context.Context, source string, cs kubernetes.Inter
 			w.add(history.Event{Source: source, Type: "LISTED", Log: ns == logNS, Key: cm.Name, Value: cm.Data["v"], RV: rv(cm), Recv: w.rec.since()})
 		}
 		n, _ := strconv.ParseInt(l.ResourceVersion, 10, 64)
+		w.seen(source, ns == logNS, n, "a relist")
 		return n
 	}
 	return 0

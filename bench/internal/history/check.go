@@ -134,7 +134,9 @@ func Check(ops []Op, events []Event, finals []Final, timeout time.Duration) Resu
 	if len(finals) == 0 {
 		r.Anomalies.add("no final list")
 	}
-	h := resolve(&r, ops, collect(&r, ops, events, finals))
+	sights := collect(&r, ops, events, finals)
+	checkAnswers(&r, ops, sights)
+	h := resolve(&r, ops, sights)
 	checkLost(&r, h, finals)
 	checkRegisters(&r, h, timeout)
 	checkWorkers(&r, h)
@@ -146,6 +148,27 @@ func Check(ops []Op, events []Event, finals []Final, timeout time.Duration) Resu
 // acked tells an op with an RV known to have taken effect at a known
 // time: an OK answer or a resolved unknown.
 func (o rop) acked() bool { return o.st == resolved || o.st == answered && o.Outcome == OK }
+
+// checkAnswers finds answers impossible in this history, whatever their
+// outcome counts as: registers are made before the load and never
+// deleted, so none is ever not found (404); names and values are
+// unique, so no create or plain write meets an existing object (409).
+// And every acknowledged create must be in some watch: the watches are
+// what unknown writes are resolved by, so they are checked too (a
+// register's value may be overwritten during a watch's relist, a create
+// stays).
+func checkAnswers(r *Result, ops []Op, s sightings) {
+	for _, o := range ops {
+		switch {
+		case o.Code == 404 && o.Kind != Create:
+			r.Anomalies.add("op %d (%s %s %s): not found", o.ID, o.Worker, o.Kind, o.Key)
+		case o.Code == 409 && (o.Kind == Create || o.Kind == Write):
+			r.Anomalies.add("op %d (%s %s %s): already exists or modified (409)", o.ID, o.Worker, o.Kind, o.Key)
+		case o.Kind == Create && o.Outcome == OK && (s.creates[o.Key] == nil || !s.creates[o.Key].watched):
+			r.WatchMissed.add("%s: acknowledged, in no watch", o.Key)
+		}
+	}
+}
 
 // checkLost finds the creates taken as acknowledged (answered OK, or
 // shown by a watch) that a server's final list lacks (Jepsen's set).

@@ -222,6 +222,21 @@ func TestCheck(t *testing.T) {
 			tally: func(r Result) bool { return r.Writes.Missed == 1 && r.RegisterOps == 9 },
 		},
 		{
+			name:  "register not found",
+			extra: []Op{{Worker: "w4", Target: "lb", Kind: Get, Key: "r1", Call: ms(100), Return: ms(105), Outcome: Fail, Code: 404}},
+			fail:  []string{"anomalies"},
+		},
+		{
+			name:  "create answered already exists",
+			extra: []Op{{Worker: "w4", Target: "lb", Kind: Create, Key: "c9", Value: "c9", Call: ms(100), Return: ms(105), Outcome: Unknown, Code: 409}},
+			fail:  []string{"anomalies"},
+		},
+		{
+			name:  "acked create in no watch",
+			patch: func(h *hist) { h.events = slices.DeleteFunc(h.events, func(e Event) bool { return e.Key == "c2" }) },
+			fail:  []string{"watch missed"},
+		},
+		{
 			name:  "final register mismatch",
 			patch: func(h *hist) { h.finals[1].Registers["r1"] = Item{"a", 10} },
 			fail:  []string{"final mismatch"},
