@@ -65,11 +65,11 @@ type target struct {
 }
 
 // client is a REST client of its own (its own connections: a stuck
-// HTTP/2 connection stalls one worker only).
+// HTTP/2 connection stalls one worker only). client-go shares transports
+// between configs alike, but not between configs with a Dial: each gets
+// a dial holder of its own, which keys its transport cache.
 func (t target) client() (*rest.RESTClient, error) {
 	c := rest.CopyConfig(t.cfg)
-	dial := t.cfg.Dial
-	c.Dial = func(ctx context.Context, n, a string) (net.Conn, error) { return dial(ctx, n, a) }
 	c.Timeout = 10 * time.Second
 	c.GroupVersion = &corev1.SchemeGroupVersion
 	c.APIPath = "/api"
