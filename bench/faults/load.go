@@ -236,12 +236,15 @@ func (w *worker) loop(ctx context.Context, period time.Duration, f func(ctx cont
 			return
 		case <-t.C:
 		}
+		start := time.Now()
 		f(context.WithoutCancel(ctx)) // a request runs to its answer or its timeout
-		// Ticks that came during the request were dropped by the ticker.
-		select {
-		case <-t.C:
-			w.missed++
-		default:
+		// The ticker keeps one tick and drops the rest: count them all.
+		if n := int(time.Since(start) / period); n > 0 {
+			w.missed += n
+			select {
+			case <-t.C:
+			default:
+			}
 		}
 	}
 }
