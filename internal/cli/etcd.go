@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -17,7 +16,6 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/etcdbackup"
-	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
 
 // etcdSubcommands are kubeboot's own under "etcd": `kubeboot etcd` with
@@ -123,12 +121,8 @@ func newEtcdMembersCommand(g *GlobalFlags, s Streams) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			fs := g.FS(false, s.Out)
 			certDir := config.DefaultCertificatesDir
-			for _, sp := range mustSpecs(fs) {
-				for _, a := range sp.Args {
-					if v, ok := strings.CutPrefix(a, "--etcd-cafile="); ok && sp.Name == component.APIServer {
-						certDir = strings.TrimPrefix(filepath.Dir(filepath.Dir(v)), strings.TrimSuffix(fs.Path("/"), "/"))
-					}
-				}
+			if n, err := (component.Store{FS: fs}).Node(); err == nil && n.CertificatesDir != "" {
+				certDir = n.CertificatesDir
 			}
 			cc, err := etcdbackup.Client(fs, certDir)
 			if err != nil {
@@ -176,9 +170,4 @@ func newEtcdMembersCommand(g *GlobalFlags, s Streams) *cobra.Command {
 			return w.Flush()
 		},
 	}
-}
-
-func mustSpecs(fs fsys.FS) []component.Spec {
-	specs, _ := component.Store{FS: fs}.Load()
-	return specs
 }

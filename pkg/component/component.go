@@ -364,16 +364,6 @@ func FlagValue(args []string, name string) string {
 	return ""
 }
 
-// NodeName is the name of the node under s, as its kubelet spec gives it
-// (--hostname-override); "" without a kubelet spec.
-func (s Store) NodeName() string {
-	sp, ok, err := s.Get(Kubelet)
-	if err != nil || !ok {
-		return ""
-	}
-	return FlagValue(sp.Args, "--hostname-override")
-}
-
 // Get reads the spec of one component; ok is false when the node has none.
 func (s Store) Get(name string) (spec Spec, ok bool, err error) {
 	b, err := s.FS.ReadFile(SpecPath(name))

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/bootstrap"
@@ -25,18 +24,12 @@ func LocalCluster(ctx context.Context, fs fsys.FS) (*config.Config, error) {
 	return bootstrap.FetchConfig(ctx, c, admin)
 }
 
-// MemberName is this node's etcd member name, from its etcd spec (the
-// host name when it has none).
+// MemberName is this node's etcd member name, from its record (the host
+// name when it has no member).
 func MemberName(fs fsys.FS) string {
-	node, _ := os.Hostname()
-	if specs, err := (component.Store{FS: fs}).Load(); err == nil {
-		for _, sp := range specs {
-			for _, a := range sp.Args {
-				if v, ok := strings.CutPrefix(a, "--name="); ok && sp.Name == component.Etcd {
-					node = v
-				}
-			}
-		}
+	if n, err := (component.Store{FS: fs}).Node(); err == nil && n.Etcd != nil && n.Etcd.Name != "" {
+		return n.Etcd.Name
 	}
-	return node
+	host, _ := os.Hostname()
+	return host
 }

@@ -28,7 +28,9 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/host"
 	"github.com/kubeboot/kubeboot/pkg/images"
 	"github.com/kubeboot/kubeboot/pkg/node"
+	"github.com/kubeboot/kubeboot/pkg/nodestate"
 	"github.com/kubeboot/kubeboot/pkg/preflight"
+	"github.com/kubeboot/kubeboot/pkg/version"
 )
 
 // Node is one node being brought up.
@@ -39,6 +41,8 @@ type Node struct {
 	Cfg *config.Config
 	FS  fsys.FS
 	Out io.Writer
+	// Role is what the node becomes, for its record (package nodestate).
+	Role nodestate.Role
 	// Exe is the kubeboot binary the node daemon runs components from.
 	Exe string
 	// Start is when the command started; progress lines count from it.
@@ -85,6 +89,9 @@ func (n *Node) Renderer() component.Renderer { return component.Renderer{Cfg: n.
 // this node has none yet.
 func (n *Node) WriteSpec(spec component.Spec, prefix string) error {
 	n.Logf("[%s] Writing the component spec for %q to %q", prefix, spec.Name, n.FS.Path(component.SpecPath(spec.Name)))
+	if err := n.record(spec.Name); err != nil {
+		return err
+	}
 	if err := (component.Store{FS: n.FS}).Write(spec); err != nil {
 		return err
 	}
@@ -112,6 +119,30 @@ func (n *Node) WriteSpec(spec component.Spec, prefix string) error {
 		n.Logf("[%s] Started the kubeboot node daemon (pid %d); its log is %q", prefix, pid, n.FS.Path(daemon.LogFile))
 	}
 	return nil
+}
+
+// record writes the node's record (package nodestate) with one more
+// component, before its spec: the record names everything the node runs.
+func (n *Node) record(name string) error {
+	rec, _, err := nodestate.Read(n.FS)
+	if err != nil {
+		return err
+	}
+	r, c := n.Renderer(), n.Cfg
+	rec.Name, rec.Role, rec.Addresses = c.Init.NodeRegistration.Name, n.Role, r.NodeIPs()
+	rec.CertificatesDir, rec.PodSubnets = config.DefaultCertificatesDir, nil
+	if c.Cluster != nil {
+		rec.CertificatesDir = c.Cluster.CertificatesDir
+		if c.Cluster.Networking.PodSubnet != "" {
+			rec.PodSubnets = strings.Split(c.Cluster.Networking.PodSubnet, ",")
+		}
+	}
+	rec.Version = version.Kubernetes
+	if name == component.Etcd {
+		rec.Etcd = r.EtcdMember()
+	}
+	rec.Add(name)
+	return nodestate.Write(n.FS, rec)
 }
 
 // Wait waits for a component's probe, with a progress line every 5 s.

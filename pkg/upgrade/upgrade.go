@@ -27,6 +27,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/nodestate"
 )
 
 // Node paths.
@@ -49,6 +50,9 @@ type State struct {
 	Previous []Replaced `json:"previous"`
 	Snapshot string     `json:"snapshot,omitempty"`
 	Done     bool       `json:"done"`
+	// NodeVersion is the version the node's record gave before (package
+	// nodestate), which a rollback puts back.
+	NodeVersion string `json:"nodeVersion,omitempty"`
 }
 
 // Replaced is one component an upgrade replaced.
@@ -166,6 +170,13 @@ func writeStateTo(fs fsys.FS, file string, st *State) error {
 // is ready, recording in st what it replaced as it goes, so that a
 // failure half-way can be rolled back.
 func Replace(ctx context.Context, fs fsys.FS, specs []component.Spec, binary string, st *State, timeout time.Duration, logf func(string, ...any)) error {
+	rec, err := component.Store{FS: fs}.Node()
+	if err != nil {
+		return err
+	}
+	if len(st.Previous) == 0 {
+		st.NodeVersion = rec.Version
+	}
 	for _, s := range specs {
 		if s.Exec == binary {
 			continue
@@ -182,7 +193,13 @@ func Replace(ctx context.Context, fs fsys.FS, specs []component.Spec, binary str
 		logf("[upgrade] %s runs from %s, ready in %s", s.Name, binary, time.Since(start).Round(time.Millisecond))
 	}
 	st.Done = true
-	return writeState(fs, st)
+	if err := writeState(fs, st); err != nil {
+		return err
+	}
+	// A node made before records were gets its record here, from its
+	// specs (component.Store.Node).
+	rec.Version = st.To
+	return nodestate.Write(fs, rec)
 }
 
 // Rollback puts back, in reverse order, what the last upgrade replaced.
@@ -218,6 +235,12 @@ func Rollback(ctx context.Context, fs fsys.FS, timeout time.Duration, logf func(
 			from = "the node daemon's binary"
 		}
 		logf("[upgrade] %s runs from %s again, ready in %s", r.Name, from, time.Since(start).Round(time.Millisecond))
+	}
+	if rec, err := (component.Store{FS: fs}).Node(); err == nil && !rec.Legacy {
+		rec.Version = st.NodeVersion
+		if err := nodestate.Write(fs, rec); err != nil {
+			return nil, err
+		}
 	}
 	// Kept for the record; a second rollback finds nothing to do.
 	if err := writeStateTo(fs, StateFile+".rolled-back", st); err != nil {

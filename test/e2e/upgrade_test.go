@@ -4,11 +4,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/images"
+	"github.com/kubeboot/kubeboot/pkg/nodestate"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 
@@ -42,6 +46,27 @@ func TestUpgrade(t *testing.T) {
 	start := time.Now()
 	kb(t, w, "join", "10.219.0.2:6443", "--token", j.Token, "--discovery-token-ca-cert-hash", j.Hash, "--node-name", "w")
 	waitNodeReady(t, w, cp, "w", start)
+	// Each node's record, as init and join wrote it; the worker's then
+	// goes, as on a node of a kubeboot from before records were: its
+	// upgrade reads its facts from its specs and writes it.
+	record := func(h *nethost.Host) nodestate.Node {
+		t.Helper()
+		n, ok, err := nodestate.Read(fsys.NewRoot(h.Root))
+		if !ok || err != nil {
+			t.Fatalf("the record of %s: %v, %v", h.Root, ok, err)
+		}
+		return n
+	}
+	if n := record(cp); n.Name != "cp" || n.Role != nodestate.ControlPlane || n.Etcd == nil || n.Etcd.PeerURL != "https://10.219.0.2:2380" || !n.Runs("kube-apiserver") || n.Version != "v1.37.2" {
+		t.Errorf("the control plane's record: %+v", n)
+	}
+	wrec := record(w)
+	if wrec.Name != "w" || wrec.Role != nodestate.Worker || wrec.Etcd != nil || !slices.Equal(wrec.Addresses, []string{"10.219.0.3"}) || !wrec.Runs("kubelet") || wrec.Runs("kube-apiserver") {
+		t.Errorf("the worker's record: %+v", wrec)
+	}
+	if err := os.Remove(filepath.Join(w.Root, nodestate.File)); err != nil {
+		t.Fatal(err)
+	}
 	f := filepath.Join(t.TempDir(), "app.yaml")
 	os.WriteFile(f, []byte(strings.Replace(fmt.Sprintf(testApp, images.TestServer), "replicas: 2", "replicas: 1", 1)), 0o644)
 	kubectl(t, cp, "apply", "-f", f)
@@ -124,6 +149,13 @@ func TestUpgrade(t *testing.T) {
 		t.Errorf("the pod made before the upgrade: %q, was %q", after, podBefore)
 	}
 	waitNodeReady(t, w, cp, "w", time.Now())
+	if n := record(cp); n.Version != "v1.37.3" {
+		t.Errorf("the control plane's record after its upgrade gives version %q", n.Version)
+	}
+	wrec.Version = "v1.37.3"
+	if n := record(w); !reflect.DeepEqual(n, wrec) {
+		t.Errorf("the worker's record, written by its upgrade from its specs:\n%+v\nwant, as join wrote it:\n%+v", n, wrec)
+	}
 	if !strings.Contains(out, "[upgrade/addons] Every node runs v1.37.3 now: move the add-ons") {
 		t.Errorf("upgrade node of the last node does not say the add-ons can move:\n%s", grepLines(out, "[upgrade/"))
 	}

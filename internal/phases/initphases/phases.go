@@ -33,6 +33,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/manifests"
 	"github.com/kubeboot/kubeboot/pkg/node"
+	"github.com/kubeboot/kubeboot/pkg/nodestate"
 	"github.com/kubeboot/kubeboot/pkg/nodeup"
 	"github.com/kubeboot/kubeboot/pkg/pki"
 	"github.com/kubeboot/kubeboot/pkg/preflight"
@@ -79,7 +80,7 @@ type Data struct {
 func NewData(cfg *config.Config, fs fsys.FS, out io.Writer) *Data {
 	g := &pki.Generator{FS: fs, Cfg: cfg, Out: out}
 	return &Data{
-		Node: &nodeup.Node{Cfg: cfg, FS: fs, Out: out, Start: time.Now(),
+		Node: &nodeup.Node{Cfg: cfg, FS: fs, Out: out, Role: nodestate.ControlPlane, Start: time.Now(),
 			Timeout: cfg.Init.Timeouts.ControlPlaneComponentHealthCheck.Duration},
 		Cfg: cfg, PKI: g,
 		Kubeconfigs: &kubeconfig.Writer{FS: fs, Cfg: cfg, PKI: g, Out: out},

@@ -32,6 +32,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/node"
+	"github.com/kubeboot/kubeboot/pkg/nodestate"
 	"github.com/kubeboot/kubeboot/pkg/nodeup"
 	"github.com/kubeboot/kubeboot/pkg/pki"
 	"github.com/kubeboot/kubeboot/pkg/poll"
@@ -72,8 +73,12 @@ func NewData(join *kubeadmv1.JoinConfiguration, h config.Host, fs fsys.FS, out i
 		in.LocalAPIEndpoint.AdvertiseAddress = h.DefaultIP
 	}
 	cfg := &config.Config{Join: join, Init: in}
+	role := nodestate.Worker
+	if join.ControlPlane != nil {
+		role = nodestate.ControlPlane
+	}
 	d := &Data{
-		Node: &nodeup.Node{Cfg: cfg, FS: fs, Out: out, Start: time.Now(), Timeout: join.Timeouts.KubeletHealthCheck.Duration},
+		Node: &nodeup.Node{Cfg: cfg, FS: fs, Out: out, Role: role, Start: time.Now(), Timeout: join.Timeouts.KubeletHealthCheck.Duration},
 		Join: join,
 		host: h,
 	}

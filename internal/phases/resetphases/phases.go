@@ -7,7 +7,6 @@ package resetphases
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -40,6 +39,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/host"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/node"
+	"github.com/kubeboot/kubeboot/pkg/nodestate"
 )
 
 // Data is what every reset phase works on.
@@ -54,6 +54,25 @@ type Data struct {
 	CertDir string
 	// StopDaemon stops the node daemon and its components.
 	StopDaemon func(ctx context.Context) error
+
+	rec *nodestate.Node
+}
+
+// node is the node's record (package nodestate), read once: reset
+// removes it with the rest. A node without one (its init stopped before
+// it wrote a spec) has none of the facts it gives.
+func (d *Data) node() nodestate.Node {
+	if d.rec == nil {
+		rec, err := component.Store{FS: d.FS}.Node()
+		if err != nil {
+			d.logf("[reset] WARNING: reading the node's record: %v; going on without it", err)
+		}
+		if rec.CertificatesDir == "" {
+			rec.CertificatesDir = config.DefaultCertificatesDir
+		}
+		d.rec = &rec
+	}
+	return *d.rec
 }
 
 func (d *Data) logf(format string, args ...any) { fmt.Fprintf(d.Out, format+"\n", args...) }
@@ -109,9 +128,8 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	if d.CertDir != "" {
 		paths = append(paths, d.CertDir)
 	}
-	if dd := etcdDataDir(fs); dd != "" {
-		paths = append(paths, dd)
-	}
+	rec := d.node()
+	paths = append(paths, etcdDataDir(rec))
 	paths = append(paths, daemon.UnitPath(fs))
 	if !fs.DryRun() {
 		daemon.RemoveUnit(fs, d.resetf)
@@ -129,8 +147,7 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	}
 	worker := !fsys.Exists(fs, component.SpecPath(component.APIServer)) && fsys.Exists(fs, component.SpecPath(component.Kubelet))
 	nodeSide := hasNodeSide(fs)
-	name := nodeName(fs) // before the kubelet's spec goes
-	podSubnets := podSubnetsOf(fs)
+	name, podSubnets := rec.Name, rec.PodSubnets
 	// The kubelet first, or it restarts the containers we kill (and
 	// registers the Node again); then the containers, while containerd
 	// still runs: they are not the daemon's children and would outlive it.
@@ -303,9 +320,6 @@ func (d *Data) deleteNodeFrom(ctx context.Context, name string, servers []apiSer
 	return err
 }
 
-// flagValue is the value of "--name=value" or "--name value" among args,
-// "" when absent.
-// nodeName reads the node's name from its kubelet spec.
 // storageLinks is where a node whose root prefix is not / links its
 // volume directory from (node.StorageLink), "" with the root prefix /.
 func storageLinks(fs fsys.FS) string {
@@ -315,32 +329,6 @@ func storageLinks(fs fsys.FS) string {
 	return node.StorageRoot
 }
 
-// podSubnetsOf is the cluster's pod network as the node's engines were
-// given it (flannel's, or kube-router's, spec), or as kubeboot's network
-// agent of before flannel was: reset removes the routes into it.
-func podSubnetsOf(fs fsys.FS) []string {
-	for _, name := range []string{component.Flannel, component.KubeRouter} {
-		if v := component.FlagValue(specArgs(fs, name), "--pod-subnets"); v != "" {
-			return strings.Split(v, ",")
-		}
-	}
-	var old struct {
-		Own struct {
-			NetAgent struct {
-				PodSubnets string `json:"podSubnets"`
-			} `json:"netAgent"`
-		} `json:"own"`
-	}
-	if b, err := fs.ReadFile(component.SpecPath(component.RetiredNetAgent)); err == nil && json.Unmarshal(b, &old) == nil && old.Own.NetAgent.PodSubnets != "" {
-		return strings.Split(old.Own.NetAgent.PodSubnets, ",")
-	}
-	return nil
-}
-
-func nodeName(fs fsys.FS) string {
-	return component.Store{FS: fs}.NodeName()
-}
-
 // ownOf is the typed configuration of one of kubeboot's own components,
 // empty when the node has no spec of it.
 func ownOf(fs fsys.FS, name string) component.Own {
@@ -348,18 +336,6 @@ func ownOf(fs fsys.FS, name string) component.Own {
 		return *spec.Own
 	}
 	return component.Own{}
-}
-
-func specArgs(fs fsys.FS, name string) []string {
-	b, err := fs.ReadFile(component.SpecPath(name))
-	if err != nil {
-		return nil
-	}
-	var spec component.Spec
-	if json.Unmarshal(b, &spec) != nil {
-		return nil
-	}
-	return spec.Args
 }
 
 // removedSnapshots counts the scheduled etcd snapshots reset removes: those
@@ -387,18 +363,11 @@ func removedSnapshots(fs fsys.FS) (string, int) {
 	return dir, n
 }
 
-// etcdDataDir reads the local etcd member's data dir from its spec, so
-// that a custom etcd.local.dataDir is removed too.
-func etcdDataDir(fs fsys.FS) string {
-	for _, a := range specArgs(fs, component.Etcd) {
-		if v, ok := strings.CutPrefix(a, "--data-dir="); ok {
-			// The spec holds host paths; turn it back into a node path.
-			root := fs.Path("/")
-			if rel, ok := strings.CutPrefix(v, strings.TrimSuffix(root, "/")); ok && path.IsAbs(rel) {
-				return rel
-			}
-			return v
-		}
+// etcdDataDir is the local etcd member's data dir, from the node's
+// record, so that a custom etcd.local.dataDir is removed too.
+func etcdDataDir(n nodestate.Node) string {
+	if n.Etcd != nil && n.Etcd.DataDir != "" {
+		return n.Etcd.DataDir
 	}
 	return config.DefaultEtcdDataDir
 }
@@ -437,18 +406,12 @@ func runRemoveEtcdMember(ctx context.Context, d *Data) error {
 		d.logf("[dryrun] Would remove this node's etcd member from the cluster")
 		return nil
 	}
+	rec := d.node()
 	peer := ""
-	for _, a := range specArgs(d.FS, component.Etcd) {
-		if v, ok := strings.CutPrefix(a, "--initial-advertise-peer-urls="); ok {
-			peer = v
-		}
+	if rec.Etcd != nil {
+		peer = rec.Etcd.PeerURL
 	}
-	certs := d.FS.Path(config.DefaultCertificatesDir)
-	for _, a := range specArgs(d.FS, component.APIServer) {
-		if v, ok := strings.CutPrefix(a, "--etcd-cafile="); ok {
-			certs = path.Dir(path.Dir(v))
-		}
-	}
+	certs := d.FS.Path(rec.CertificatesDir)
 	ec, err := etcdutil.New([]string{"https://127.0.0.1:2379"}, path.Join(certs, "etcd/ca.crt"), path.Join(certs, "apiserver-etcd-client.crt"), path.Join(certs, "apiserver-etcd-client.key"))
 	if err != nil {
 		return err
@@ -471,7 +434,7 @@ func runRemoveEtcdMember(ctx context.Context, d *Data) error {
 	if err := ec.CheckClusterHealth(); err != nil && !d.Force {
 		return fmt.Errorf("etcd is not healthy (%v): removing a member now could cost it its quorum; repair it first, or reset with --force", err)
 	}
-	if name := nodeName(d.FS); name != "" {
+	if name := rec.Name; name != "" {
 		d.logf("[reset] Stopping the kubelet")
 		if err := daemon.StopComponent(ctx, d.FS, component.Kubelet, time.Minute); err != nil {
 			return err

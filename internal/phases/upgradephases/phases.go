@@ -161,7 +161,11 @@ func runAddOns(ctx context.Context, d *Data) error {
 	}
 	// This node's kubelet, just restarted, reports its new version with
 	// its next status update: wait for it, not for the others.
-	self := component.Store{FS: d.FS}.NodeName()
+	rec, err := component.Store{FS: d.FS}.Node()
+	if err != nil {
+		return err
+	}
+	self := rec.Name
 	for deadline := time.Now().Add(time.Minute); slices.ContainsFunc(behind, func(n upgrade.NodeVersion) bool { return n.Name == self }) && time.Now().Before(deadline); {
 		select {
 		case <-ctx.Done():
