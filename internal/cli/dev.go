@@ -18,6 +18,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/devmode"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/poll"
 )
 
 func newDevCommand(g *GlobalFlags, s Streams) *cobra.Command {
@@ -181,9 +182,8 @@ Ctrl-C does it.`,
 				if limit == 0 {
 					limit = 24 * time.Hour
 				}
-				if err := probe.WaitReady(ctx, limit, func(d time.Duration) {
-					fmt.Fprintf(s.Out, "[dev] Still waiting for %s after %s\n", name, d.Round(time.Second))
-				}); err != nil {
+				logf := func(format string, args ...any) { fmt.Fprintf(s.Out, format+"\n", args...) }
+				if err := probe.WaitReady(ctx, limit, poll.Progress(logf, "dev", name, false)); err != nil {
 					if ctx.Err() != nil && wait {
 						return restoreAfterSignal(s, fs, name)
 					}

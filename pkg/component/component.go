@@ -177,15 +177,12 @@ func (p Probe) client() (*http.Client, error) {
 }
 
 // WaitReady polls the probe until it passes, ctx ends, or timeout passes.
-// progress, when set, is called about every 5 s with the time waited.
-func (p Probe) WaitReady(ctx context.Context, timeout time.Duration, progress func(time.Duration)) error {
+// progress, when set, is called about every 5 s with the time waited and
+// the probe's last error (see poll.Progress).
+func (p Probe) WaitReady(ctx context.Context, timeout time.Duration, progress func(time.Duration, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var say func(time.Duration, error)
-	if progress != nil {
-		say = func(waited time.Duration, _ error) { progress(waited) }
-	}
-	err := poll.Until(ctx, 50*time.Millisecond, 5*time.Second, say, p.Check)
+	err := poll.Until(ctx, 50*time.Millisecond, 5*time.Second, progress, p.Check)
 	var exp *poll.Expired
 	if errors.As(err, &exp) {
 		return fmt.Errorf("not ready after %s: %v", exp.Waited.Round(100*time.Millisecond), exp.Last)

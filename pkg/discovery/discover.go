@@ -137,9 +137,7 @@ func (d *TokenDiscovery) Discover(ctx context.Context) (*Cluster, error) {
 func (d *TokenDiscovery) retry(ctx context.Context, f func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, d.Timeout)
 	defer cancel()
-	progress := func(waited time.Duration, last error) {
-		d.Logf("[discovery] Still waiting: %v (%s so far)", last, waited.Round(time.Second))
-	}
+	progress := poll.Progress(d.Logf, "discovery", "cluster-info from "+d.url(), true)
 	err := poll.Until(ctx, 200*time.Millisecond, 5*time.Second, progress, func(ctx context.Context) error {
 		err := f(ctx)
 		var r errRetry

@@ -29,6 +29,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/images"
 	"github.com/kubeboot/kubeboot/pkg/node"
 	"github.com/kubeboot/kubeboot/pkg/nodestate"
+	"github.com/kubeboot/kubeboot/pkg/poll"
 	"github.com/kubeboot/kubeboot/pkg/preflight"
 	"github.com/kubeboot/kubeboot/pkg/version"
 )
@@ -151,9 +152,7 @@ func (n *Node) Wait(ctx context.Context, prefix string, spec component.Spec) err
 		n.Logf("[dryrun] Would wait for %s at %s", spec.Name, spec.Probe)
 		return nil
 	}
-	err := spec.Probe.WaitReady(ctx, n.Timeout, func(waited time.Duration) {
-		n.Logf("[%s] Still waiting for %s at %s (%s so far)", prefix, spec.Name, spec.Probe, waited.Round(time.Second))
-	})
+	err := spec.Probe.WaitReady(ctx, n.Timeout, poll.Progress(n.Logf, prefix, fmt.Sprintf("%s at %s", spec.Name, spec.Probe), false))
 	if err != nil {
 		return fmt.Errorf("%s is not healthy: %w; its log is %s", spec.Name, err, n.FS.Path(path.Join(daemon.LogDir, spec.Name+".log")))
 	}

@@ -1,11 +1,12 @@
 // Package poll waits for a condition with a progress line, on
 // k8s.io/apimachinery's wait: the one loop kubeboot's waits share
-// ("Still waiting for … (12s so far)").
+// ("Still waiting for … (12s so far)", see Progress).
 package poll
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -73,4 +74,18 @@ func Until(ctx context.Context, interval, every time.Duration, progress func(wai
 		last = err
 	}
 	return &Expired{Waited: time.Since(start), Last: last}
+}
+
+// Progress is Until's progress as kubeadm words it: a line "[phase]
+// Still waiting for what (12s so far)" through logf, followed by ": " and
+// the condition's last error when withLast (where that error says more
+// than the line).
+func Progress(logf func(format string, args ...any), phase, what string, withLast bool) func(waited time.Duration, last error) {
+	return func(waited time.Duration, last error) {
+		line := fmt.Sprintf("[%s] Still waiting for %s (%s so far)", phase, what, waited.Round(time.Second))
+		if withLast && last != nil {
+			line += fmt.Sprintf(": %v", last)
+		}
+		logf("%s", line)
+	}
 }

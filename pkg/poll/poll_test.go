@@ -3,6 +3,7 @@ package poll
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -60,5 +61,27 @@ func TestUntil(t *testing.T) {
 	err = Until(done, time.Millisecond, time.Hour, nil, func(context.Context) error { return errors.New("x") })
 	if !errors.As(err, &exp) {
 		t.Errorf("ended context: %#v", err)
+	}
+}
+
+func TestProgress(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		withLast bool
+		last     error
+		want     string
+	}{
+		{"without the error", false, errors.New("connection refused"), "[kubelet-check] Still waiting for the kubelet (12s so far)"},
+		{"with the error", true, errors.New("connection refused"), "[kubelet-check] Still waiting for the kubelet (12s so far): connection refused"},
+		{"no error to add", true, nil, "[kubelet-check] Still waiting for the kubelet (12s so far)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var lines []string
+			logf := func(format string, args ...any) { lines = append(lines, fmt.Sprintf(format, args...)) }
+			Progress(logf, "kubelet-check", "the kubelet", tc.withLast)(12400*time.Millisecond, tc.last)
+			if len(lines) != 1 || lines[0] != tc.want {
+				t.Errorf("got %q, want %q", lines, tc.want)
+			}
+		})
 	}
 }

@@ -92,9 +92,7 @@ func (d *Data) waitNode(ctx context.Context, c kubernetes.Interface) (*corev1.No
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var n *corev1.Node
-	progress := func(time.Duration, error) {
-		d.Logf("[mark-control-plane] Still waiting for the kubelet to register node %q", name)
-	}
+	progress := poll.Progress(d.Logf, "mark-control-plane", fmt.Sprintf("the kubelet to register node %q", name), false)
 	err := poll.Until(ctx, 50*time.Millisecond, 5*time.Second, progress, func(ctx context.Context) error {
 		var err error
 		if n, err = c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil && !apierrors.IsNotFound(err) {

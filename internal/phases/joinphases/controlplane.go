@@ -27,6 +27,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/hardening"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 	"github.com/kubeboot/kubeboot/pkg/pki"
+	"github.com/kubeboot/kubeboot/pkg/poll"
 	"github.com/kubeboot/kubeboot/pkg/preflight"
 )
 
@@ -324,6 +325,7 @@ func (d *Data) waitEtcdServing(ctx context.Context, cluster []string, peer strin
 	ctx, cancel := context.WithTimeout(ctx, d.Timeout)
 	defer cancel()
 	start, last := time.Now(), time.Now()
+	progress := poll.Progress(d.Logf, "etcd", "the new etcd member to serve clients", true)
 	var stuckSince time.Time
 	restarted := false
 	for {
@@ -354,7 +356,7 @@ func (d *Data) waitEtcdServing(ctx context.Context, cluster []string, peer strin
 		}
 		if time.Since(last) >= 5*time.Second {
 			last = time.Now()
-			d.Logf("[etcd] Still waiting for the new etcd member to serve clients (%s so far): %v", time.Since(start).Round(time.Second), err)
+			progress(time.Since(start), err)
 		}
 		select {
 		case <-ctx.Done():

@@ -367,9 +367,7 @@ func (d *Data) waitTLSBootstrap(ctx context.Context) error {
 	timeout := d.Join.Timeouts.TLSBootstrap.Duration
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	progress := func(waited time.Duration, _ error) {
-		d.Logf("[kubelet-start] Still waiting for the kubelet's TLS bootstrap (%s so far)", waited.Round(time.Second))
-	}
+	progress := poll.Progress(d.Logf, "kubelet-start", "the kubelet's TLS bootstrap", false)
 	err := poll.Until(ctx, 50*time.Millisecond, 5*time.Second, progress, func(context.Context) error {
 		_, err := kubeconfigutil.ClientSetFromFile(file)
 		return err
