@@ -22,6 +22,7 @@ import (
 
 	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/poll"
 )
 
 // States a component goes through.
@@ -217,28 +218,34 @@ func (s *Supervisor) Restart(ctx context.Context, name, why string, timeout time
 	}
 	s.opts.Logf("restarting %s: %s", name, why)
 	stop()
-	deadline := time.Now().Add(timeout)
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	// The loop resets restartWhy when the run ended, then the new run's
 	// probe sets Ready.
-	for {
+	var st Status
+	err := poll.Until(wctx, 50*time.Millisecond, 0, nil, func(context.Context) error {
 		p.mu.Lock()
 		pending := p.restartWhy != ""
 		p.mu.Unlock()
-		st := p.get()
+		st = p.get()
 		if !pending && st.Ready && st.State == StateRunning {
 			return nil
 		}
 		select {
-		case <-ctx.Done():
-			return ctx.Err()
 		case <-p.done:
-			return fmt.Errorf("%s was stopped while restarting", name)
-		case <-time.After(50 * time.Millisecond):
+			return poll.Stop(fmt.Errorf("%s was stopped while restarting", name))
+		default:
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s was not ready within %s of its restart (%s)", name, timeout, st.State)
-		}
+		return fmt.Errorf("%s is %s", name, st.State)
+	})
+	var exp *poll.Expired
+	switch {
+	case !errors.As(err, &exp):
+		return err
+	case ctx.Err() != nil:
+		return ctx.Err()
 	}
+	return fmt.Errorf("%s was not ready within %s of its restart (%s)", name, timeout, st.State)
 }
 
 func (s *Supervisor) ready(name string, required bool) bool {
@@ -337,7 +344,7 @@ func (s *Supervisor) loop(ctx context.Context, p *proc) {
 }
 
 func (s *Supervisor) waitDeps(ctx context.Context, p *proc) bool {
-	for {
+	err := poll.Until(ctx, 50*time.Millisecond, 0, nil, func(context.Context) error {
 		all := true
 		for _, d := range p.spec.After {
 			if !s.ready(d, false) {
@@ -350,19 +357,16 @@ func (s *Supervisor) waitDeps(ctx context.Context, p *proc) bool {
 			}
 		}
 		if all {
-			return true
+			return nil
 		}
 		p.set(func(st *Status) {
 			if st.State != StateWaiting {
 				st.State, st.Since = StateWaiting, time.Now()
 			}
 		})
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		return errors.New("dependencies not ready")
+	})
+	return err == nil
 }
 
 // runOnce starts the component, probes it while it runs, and returns how
