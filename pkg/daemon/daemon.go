@@ -29,6 +29,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/helpers"
 	"github.com/kubeboot/kubeboot/pkg/node"
+	"github.com/kubeboot/kubeboot/pkg/poll"
 	"github.com/kubeboot/kubeboot/pkg/supervisor"
 )
 
@@ -360,16 +361,13 @@ func Start(fs fsys.FS, exe string) (pid int, started bool, err error) {
 		if err := systemctl("start", UnitName(fs)); err != nil {
 			return 0, false, fmt.Errorf("starting the kubeboot daemon: %w", err)
 		}
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			if pid := Running(fs); pid != 0 {
-				return pid, true, nil
-			}
-			if time.Now().After(deadline) {
-				return 0, false, fmt.Errorf("the kubeboot daemon (%s) did not take its pid file within 30s; see `journalctl -u %s`", UnitName(fs), UnitName(fs))
-			}
-			time.Sleep(20 * time.Millisecond)
+		if err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			pid = Running(fs)
+			return pid != 0, nil
+		}); err != nil {
+			return 0, false, fmt.Errorf("the kubeboot daemon (%s) did not take its pid file within 30s; see `journalctl -u %s`", UnitName(fs), UnitName(fs))
 		}
+		return pid, true, nil
 	}
 	if err := os.MkdirAll(fs.Path(LogDir), 0o755); err != nil {
 		return 0, false, err
@@ -389,15 +387,20 @@ func Start(fs fsys.FS, exe string) (pid int, started bool, err error) {
 	pid = cmd.Process.Pid
 	// Reap it if it exits while we still run, so it leaves no zombie.
 	go cmd.Wait() //nolint:errcheck
-	deadline := time.Now().Add(10 * time.Second)
-	for Running(fs) != pid {
-		if time.Now().After(deadline) {
-			return 0, false, fmt.Errorf("the kubeboot daemon (pid %d) did not take its pid file within 10s; see %s", pid, fs.Path(LogFile))
+	err = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		switch {
+		case Running(fs) == pid:
+			return true, nil
+		case syscall.Kill(pid, 0) != nil:
+			return false, fmt.Errorf("the kubeboot daemon exited at start; see %s", fs.Path(LogFile))
 		}
-		if syscall.Kill(pid, 0) != nil {
-			return 0, false, fmt.Errorf("the kubeboot daemon exited at start; see %s", fs.Path(LogFile))
-		}
-		time.Sleep(10 * time.Millisecond)
+		return false, nil
+	})
+	switch {
+	case wait.Interrupted(err):
+		return 0, false, fmt.Errorf("the kubeboot daemon (pid %d) did not take its pid file within 10s; see %s", pid, fs.Path(LogFile))
+	case err != nil:
+		return 0, false, err
 	}
 	return pid, true, nil
 }
@@ -438,22 +441,19 @@ func Stop(ctx context.Context, fs fsys.FS, timeout time.Duration, progress func(
 	} else if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return fmt.Errorf("stopping the kubeboot daemon (pid %d): %w", pid, err)
 	}
-	start := time.Now()
-	last := start
-	for Running(fs) != 0 {
-		if time.Since(start) > timeout {
-			return fmt.Errorf("the kubeboot daemon (pid %d) did not stop within %s", pid, timeout)
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if progress != nil && time.Since(last) > 5*time.Second {
-			last = time.Now()
-			progress(time.Since(start))
-		}
-		time.Sleep(20 * time.Millisecond)
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var say func(time.Duration, error)
+	if progress != nil {
+		say = func(waited time.Duration, _ error) { progress(waited) }
 	}
-	return nil
+	err := poll.Until(wctx, 20*time.Millisecond, 5*time.Second, say, func(context.Context) error {
+		if Running(fs) != 0 {
+			return errors.New("still running")
+		}
+		return nil
+	})
+	return pollError(ctx, err, "the kubeboot daemon (pid %d) did not stop within %s", pid, timeout)
 }
 
 // StopComponent makes the running daemon stop one component: its spec is
