@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	containerd "github.com/containerd/containerd/v2/client"
 	"github.com/vishvananda/netlink"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubeboot/kubeboot/pkg/images"
 )
@@ -81,15 +83,13 @@ func KillProcesses(marker string, out io.Writer) {
 		syscall.Kill(pid, syscall.SIGKILL) //nolint:errcheck
 		fmt.Fprintf(out, "[reset] Killed leftover process %d\n", pid)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for _, pid := range pids {
-		for time.Now().Before(deadline) {
-			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err != nil || strings.Contains(string(b), ") Z ") {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	// Gone: reaped, or a zombie. At most 5 s, then reset goes on.
+	_ = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return !slices.ContainsFunc(pids, func(pid int) bool {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			return err == nil && !strings.Contains(string(b), ") Z ")
+		}), nil
+	})
 }
 
 // Unmount unmounts every mount point under prefix, deepest first.
@@ -274,7 +274,8 @@ func RemoveCgroups(name string, out io.Writer) int {
 func KillCgroup(name string, out io.Writer) {
 	tops := []string{filepath.Join(CgroupRoot, "pids", name), filepath.Join(CgroupRoot, name)}
 	killed := 0
-	for round := 0; round < 20; round++ {
+	// Rounds 50 ms apart until one finds none, at most 20.
+	_ = wait.ExponentialBackoff(wait.Backoff{Duration: 50 * time.Millisecond, Steps: 20}, func() (bool, error) {
 		found := 0
 		for _, top := range tops {
 			filepath.Walk(top, func(p string, info os.FileInfo, err error) error { //nolint:errcheck
@@ -291,12 +292,9 @@ func KillCgroup(name string, out io.Writer) {
 				return nil
 			})
 		}
-		if found == 0 {
-			break
-		}
 		killed += found
-		time.Sleep(50 * time.Millisecond)
-	}
+		return found == 0, nil
+	})
 	if killed > 0 {
 		fmt.Fprintf(out, "[reset] Killed %d pod processes left in the %s cgroup\n", killed, name)
 	}
