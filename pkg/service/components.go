@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/kubeboot/kubeboot/pkg/addons"
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/apilb"
@@ -182,16 +184,14 @@ func follow(ctx context.Context, b *apilb.Balancer, kubeconfig string, logf func
 				fctx, cancel := context.WithCancel(ctx)
 				go func() {
 					defer cancel()
-					for fctx.Err() == nil {
-						select {
-						case <-fctx.Done():
-						case <-time.After(2 * time.Second):
-						}
-						if now, err := os.Stat(kubeconfig); err == nil && (!now.ModTime().Equal(st.ModTime()) || now.Size() != st.Size()) {
+					_ = wait.PollUntilContextCancel(fctx, 2*time.Second, false, func(context.Context) (bool, error) {
+						now, err := os.Stat(kubeconfig)
+						changed := err == nil && (!now.ModTime().Equal(st.ModTime()) || now.Size() != st.Size())
+						if changed {
 							logf("%s changed: following with its new credentials", kubeconfig)
-							return
 						}
-					}
+						return changed, nil
+					})
 				}()
 				b.Follow(fctx, c)
 				cancel()
