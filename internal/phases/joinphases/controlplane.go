@@ -324,46 +324,38 @@ func (d *Data) waitEtcdServing(ctx context.Context, cluster []string, peer strin
 	dataDir := d.FS.Path(d.Cfg.Cluster.Etcd.Local.DataDir)
 	ctx, cancel := context.WithTimeout(ctx, d.Timeout)
 	defer cancel()
-	start, last := time.Now(), time.Now()
 	progress := poll.Progress(d.Logf, "etcd", "the new etcd member to serve clients", true)
 	var stuckSince time.Time
 	restarted := false
-	for {
+	err = poll.Until(ctx, 100*time.Millisecond, 5*time.Second, progress, func(ctx context.Context) error {
 		sctx, scancel := context.WithTimeout(ctx, time.Second)
 		_, err := c.Status(sctx, endpoint)
 		scancel()
-		if err == nil {
-			d.Logf("[etcd] The new etcd member serves clients after %s", d.Since())
-			return nil
+		if err == nil || restarted {
+			return err
 		}
-		if !restarted {
-			switch {
-			// The local look first: no member list is asked for before
-			// the member has applied a snapshot.
-			case !snapshotApplied(dataDir) || !publishedElsewhere(ctx, others, peer):
-				stuckSince = time.Time{}
-			case stuckSince.IsZero():
-				stuckSince = time.Now()
-			case time.Since(stuckSince) >= stuckFor:
-				restarted = true
-				d.Logf("[etcd] %s: the cluster lists it as published for %s while it does not serve, its publication having come inside the snapshot it was sent", etcdRestartLine, time.Since(stuckSince).Round(time.Millisecond))
-				// Not until ready: a learner's /readyz fails until it is promoted.
-				if err := daemon.Restart(ctx, d.FS, component.Etcd, "a new member listed as published that does not serve (its publication came inside its snapshot)", false, d.Timeout); err != nil {
-					d.Logf("[etcd] WARNING: restarting the new etcd member: %v", err)
-				}
-				continue
+		switch {
+		// The local look first: no member list is asked for before the
+		// member has applied a snapshot.
+		case !snapshotApplied(dataDir) || !publishedElsewhere(ctx, others, peer):
+			stuckSince = time.Time{}
+		case stuckSince.IsZero():
+			stuckSince = time.Now()
+		case time.Since(stuckSince) >= stuckFor:
+			restarted = true
+			d.Logf("[etcd] %s: the cluster lists it as published for %s while it does not serve, its publication having come inside the snapshot it was sent", etcdRestartLine, time.Since(stuckSince).Round(time.Millisecond))
+			// Not until ready: a learner's /readyz fails until it is promoted.
+			if err := daemon.Restart(ctx, d.FS, component.Etcd, "a new member listed as published that does not serve (its publication came inside its snapshot)", false, d.Timeout); err != nil {
+				d.Logf("[etcd] WARNING: restarting the new etcd member: %v", err)
 			}
 		}
-		if time.Since(last) >= 5*time.Second {
-			last = time.Now()
-			progress(time.Since(start), err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the new etcd member did not serve clients within %s: %v; its log is %s", d.Timeout, err, d.FS.Path("/var/log/kubeboot/etcd.log"))
-		case <-time.After(100 * time.Millisecond):
-		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("the new etcd member did not serve clients within %s: %v; its log is %s", d.Timeout, err, d.FS.Path("/var/log/kubeboot/etcd.log"))
 	}
+	d.Logf("[etcd] The new etcd member serves clients after %s", d.Since())
+	return nil
 }
 
 // etcdRestartLine begins the line a join prints when it restarts its new
