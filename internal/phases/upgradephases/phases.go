@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/kubeboot/kubeboot/internal/workflow"
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/component"
@@ -166,14 +168,20 @@ func runAddOns(ctx context.Context, d *Data) error {
 		return err
 	}
 	self := rec.Name
-	for deadline := time.Now().Add(time.Minute); slices.ContainsFunc(behind, func(n upgrade.NodeVersion) bool { return n.Name == self }) && time.Now().Before(deadline); {
-		select {
-		case <-ctx.Done():
+	isSelf := func(n upgrade.NodeVersion) bool { return n.Name == self }
+	if slices.ContainsFunc(behind, isSelf) {
+		// At most a minute, then on with the nodes behind; each list on
+		// ctx, not cut by that minute.
+		var listErr error
+		_ = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, false, func(context.Context) (bool, error) {
+			behind, listErr = upgrade.NodesBehind(ctx, c, want)
+			return !slices.ContainsFunc(behind, isSelf), listErr
+		})
+		switch {
+		case listErr != nil:
+			return listErr
+		case ctx.Err() != nil:
 			return ctx.Err()
-		case <-time.After(time.Second):
-		}
-		if behind, err = upgrade.NodesBehind(ctx, c, want); err != nil {
-			return err
 		}
 	}
 	root := ""
