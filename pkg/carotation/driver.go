@@ -579,9 +579,7 @@ func (d *Driver) waitRootCA(ctx context.Context, trust []byte) error {
 func (d *Driver) wait(ctx context.Context, what string, check func(kubernetes.Interface) (pending string, err error)) error {
 	wctx, cancel := context.WithTimeout(ctx, d.NodeTimeout)
 	defer cancel()
-	progress := func(waited time.Duration, pending error) {
-		d.Logf("[certs/rotate-ca] Waiting for %s (%s so far): %v", what, waited.Round(time.Second), pending)
-	}
+	progress := poll.Progress(d.Logf, "certs/rotate-ca", what, true)
 	err := poll.Until(wctx, d.Poll, 15*time.Second, progress, func(context.Context) error {
 		c, err := d.client()
 		if err != nil {
