@@ -15,6 +15,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/manifests"
+	"github.com/kubeboot/kubeboot/pkg/nodestate"
 	"github.com/kubeboot/kubeboot/pkg/service"
 	"github.com/kubeboot/kubeboot/pkg/supervisor"
 )
@@ -133,7 +134,11 @@ func newStatusCommand(g *GlobalFlags, s Streams) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("the kubeboot daemon runs (pid %d) but its status is unreadable: %w", pid, err)
 			}
-			fmt.Fprintf(s.Out, "kubeboot daemon: pid %d, status of %s\n\n", pid, r.Updated.Format(time.RFC3339))
+			fmt.Fprintf(s.Out, "kubeboot daemon: pid %d, status of %s\n", pid, r.Updated.Format(time.RFC3339))
+			if n, err := (component.Store{FS: fs}).Node(); err == nil && n.Name != "" {
+				fmt.Fprintf(s.Out, "%s\n", nodeLine(n))
+			}
+			fmt.Fprintln(s.Out)
 			w := tabwriter.NewWriter(s.Out, 4, 4, 3, ' ', 0)
 			fmt.Fprintln(w, "COMPONENT\tROLE\tPID\tSTATE\tREADY\tRESTARTS\tSINCE\tLOG")
 			for _, c := range r.Components {
@@ -145,6 +150,23 @@ func newStatusCommand(g *GlobalFlags, s Streams) *cobra.Command {
 			return printManifests(fs, s.Out)
 		},
 	}
+}
+
+// nodeLine is the node's record in one line: "node cp1 (control-plane),
+// Kubernetes v1.37.2, addresses 10.0.0.2; etcd member cp1 at
+// https://10.0.0.2:2380".
+func nodeLine(n nodestate.Node) string {
+	line := fmt.Sprintf("node %s (%s)", n.Name, n.Role)
+	if n.Version != "" {
+		line += ", Kubernetes " + n.Version
+	}
+	if len(n.Addresses) > 0 {
+		line += ", addresses " + strings.Join(n.Addresses, ", ")
+	}
+	if n.Etcd != nil {
+		line += fmt.Sprintf("; etcd member %s at %s", n.Etcd.Name, n.Etcd.PeerURL)
+	}
+	return line
 }
 
 // printManifests shows what became of each file of the control plane's

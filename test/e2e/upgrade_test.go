@@ -60,6 +60,9 @@ func TestUpgrade(t *testing.T) {
 	if n := record(cp); n.Name != "cp" || n.Role != nodestate.ControlPlane || n.Etcd == nil || n.Etcd.PeerURL != "https://10.219.0.2:2380" || !n.Runs("kube-apiserver") || n.Version != "v1.37.2" {
 		t.Errorf("the control plane's record: %+v", n)
 	}
+	if st, want := kb(t, cp, "status"), "node cp (control-plane), Kubernetes v1.37.2, addresses 10.219.0.2; etcd member cp at https://10.219.0.2:2380"; !strings.Contains(st, want) {
+		t.Errorf("status lacks the node's record %q:\n%s", want, st)
+	}
 	wrec := record(w)
 	if wrec.Name != "w" || wrec.Role != nodestate.Worker || wrec.Etcd != nil || !slices.Equal(wrec.Addresses, []string{"10.219.0.3"}) || !wrec.Runs("kubelet") || wrec.Runs("kube-apiserver") {
 		t.Errorf("the worker's record: %+v", wrec)
