@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"net"
 	"net/http"
@@ -245,6 +246,12 @@ func TestMultiNode(t *testing.T) {
 	t.Run("kubectl top, every node", func(t *testing.T) { testMetrics(t, cp, []string{"cp", "w1", "w2"}, time.Time{}) })
 
 	t.Run("reset a worker", func(t *testing.T) {
+		// Pods the earlier steps deleted (local-path's helper pods, the
+		// NetworkPolicy namespace's) leave their cgroups and logs to their
+		// kubelet's housekeeping: wait until the other nodes hold only pods
+		// the API still has, so that what goes during the reset is the
+		// reset's doing.
+		podsSettled(t, cp, cp, w1)
 		stateBefore := machineState()
 		w2IDs := containerIDs(t, w2)
 		var others []string
@@ -567,4 +574,40 @@ func containerIDs(t *testing.T, h *nethost.Host) []string {
 		ids = append(ids, ctr.ID())
 	}
 	return ids
+}
+
+// podsSettled waits until every pod cgroup and pod log directory of the
+// given nodes belongs to a pod the API server still has.
+func podsSettled(t *testing.T, api *nethost.Host, hosts ...*nethost.Host) {
+	t.Helper()
+	eventually(t, 90*time.Second, time.Second, "the deleted pods' cgroups and logs gone", func() error {
+		out, err := kubectlErr(api, "get", "pods", "-A", "-o", "jsonpath={range .items[*]}{.metadata.uid} {end}")
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		known := map[string]bool{}
+		for _, uid := range strings.Fields(out) {
+			known[uid] = true
+		}
+		var stale []string
+		for _, h := range hosts {
+			filepath.WalkDir(filepath.Join("/sys/fs/cgroup/memory", fsys.Tag(h.Root), "kubepods"), func(p string, d fs.DirEntry, err error) error {
+				if err == nil && d.IsDir() && strings.HasPrefix(d.Name(), "pod") && !known[strings.TrimPrefix(d.Name(), "pod")] {
+					stale = append(stale, p)
+				}
+				return nil
+			})
+		}
+		logs, _ := os.ReadDir("/var/log/pods")
+		for _, e := range logs {
+			// namespace_name_uid
+			if i := strings.LastIndex(e.Name(), "_"); i > 0 && !known[e.Name()[i+1:]] {
+				stale = append(stale, filepath.Join("/var/log/pods", e.Name()))
+			}
+		}
+		if len(stale) > 0 {
+			return fmt.Errorf("of pods deleted: %v", stale)
+		}
+		return nil
+	})
 }
