@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -25,11 +26,7 @@ import (
 // vmScript is the harness: KUBEBOOT_VM_HARNESS (hack/test.sh sets it),
 // else beside the project.
 func vmScript(t *testing.T) string {
-	_, file, _, _ := runtime.Caller(0)
-	p := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "vm", "vm.sh")
-	if h := os.Getenv("KUBEBOOT_VM_HARNESS"); h != "" {
-		p = h
-	}
+	p := harnessPath()
 	if _, err := os.Stat(p); err != nil {
 		t.Skipf("no VM harness at %s", p)
 	}
@@ -49,6 +46,45 @@ func require(t *testing.T) (script, binary string) {
 		t.Skip("VM tests need root")
 	}
 	return vmScript(t), binary
+}
+
+// booted is set once a test of this run has started a VM: the run then
+// owns the host-only bridge and dnsmasq vm.sh brought up with it.
+var booted atomic.Bool
+
+// TestMain takes the bridge, its firewall rules and dnsmasq down when the
+// run booted VMs and none is left (vm.sh destroy removes a VM, not the
+// network the first one brought up).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if booted.Load() {
+		netDown()
+	}
+	os.Exit(code)
+}
+
+func harnessPath() string {
+	if h := os.Getenv("KUBEBOOT_VM_HARNESS"); h != "" {
+		return h
+	}
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "vm", "vm.sh")
+}
+
+func netDown() {
+	script := harnessPath()
+	list, err := exec.Command(script, "list").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "vm.sh list: %v\n%s", err, list)
+		return
+	}
+	if lines := strings.Split(strings.TrimSpace(string(list)), "\n"); len(lines) > 1 {
+		fmt.Fprintf(os.Stderr, "VMs are left (KUBEBOOT_VM_KEEP or a failed destroy); the bridge and dnsmasq stay:\n%s\n", list)
+		return
+	}
+	if out, err := exec.Command(script, "down-all").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "vm.sh down-all: %v\n%s", err, out)
+	}
 }
 
 // VM is one running guest.
@@ -113,6 +149,7 @@ func boot(t *testing.T, script, name, ip string, cpus int) *VM {
 	if cpus > 0 {
 		v.env = []string{fmt.Sprintf("KBVM_CPUS=%d", cpus)}
 	}
+	booted.Store(true)
 	out, err := harnessEnv(t, v.env, script, 8*time.Minute, "", "up", name, ip)
 	if err != nil {
 		t.Errorf("vm.sh up %s: %v\n%s", name, err, out)
