@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubeboot/kubeboot/pkg/version"
 )
@@ -49,19 +52,36 @@ func versionTemplateEscape(s string) string {
 
 func newVersionCommand(s Streams) *cobra.Command {
 	var short bool
+	var output string
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the versions of kubeboot and of the components it embeds",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if short {
-				fmt.Fprintln(s.Out, version.Kubernetes)
-				return nil
+				output = "short"
 			}
-			fmt.Fprint(s.Out, versionText())
+			switch output {
+			case "":
+				fmt.Fprint(s.Out, versionText())
+			case "short":
+				fmt.Fprintln(s.Out, version.Kubernetes)
+			case "json", "yaml":
+				b, err := json.MarshalIndent(version.Get(), "", "  ")
+				if err == nil && output == "yaml" {
+					b, err = yaml.JSONToYAML(b)
+				}
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(s.Out, "%s\n", bytes.TrimSpace(b))
+			default:
+				return fmt.Errorf("invalid output format %q: one of json, yaml, short", output)
+			}
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&short, "short", false, "Print only the Kubernetes version")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format; available options are 'yaml', 'json' and 'short'")
+	cmd.Flags().BoolVar(&short, "short", false, "Print only the Kubernetes version (as -o short)")
 	return cmd
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/daemon"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/nodestate"
+	kbversion "github.com/kubeboot/kubeboot/pkg/version"
 )
 
 // Node paths.
@@ -62,17 +63,21 @@ type Replaced struct {
 }
 
 // BinaryVersion runs a kubeboot binary and returns the Kubernetes
-// version it carries.
+// version it carries (from `version -o json`).
 func BinaryVersion(ctx context.Context, bin string) (*version.Version, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "version", "--short").Output()
+	out, err := exec.CommandContext(ctx, bin, "version", "-o", "json").Output()
 	if err != nil {
-		return nil, fmt.Errorf("%s is not a kubeboot binary that runs here (`%s version --short`: %v)", bin, bin, err)
+		return nil, fmt.Errorf("%s is not a kubeboot binary that runs here, or one too old to upgrade to (`%s version -o json`: %v)", bin, bin, err)
 	}
-	v, err := version.ParseSemantic(strings.TrimSpace(string(out)))
+	var info kbversion.Info
+	if err := json.Unmarshal(out, &info); err != nil {
+		return nil, fmt.Errorf("%s version -o json: %w", bin, err)
+	}
+	v, err := version.ParseSemantic(info.Kubernetes)
 	if err != nil {
-		return nil, fmt.Errorf("%s version --short printed %q: %w", bin, strings.TrimSpace(string(out)), err)
+		return nil, fmt.Errorf("%s carries Kubernetes %q: %w", bin, info.Kubernetes, err)
 	}
 	return v, nil
 }

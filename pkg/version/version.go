@@ -3,6 +3,8 @@
 // upstream versions so that a plain `go build` still reports them.
 package version
 
+import "runtime"
+
 // Kubernetes is the one Kubernetes version whose components kubeboot embeds
 // and whose control plane it brings up.
 var Kubernetes = "v1.37.2"
@@ -18,3 +20,22 @@ var Kubeboot = "dev"
 
 // GitCommit is the commit kubeboot was built from, when known.
 var GitCommit = ""
+
+// Info is what `kubeboot version -o json` prints: the versions a binary
+// carries, for programs (an upgrade reads the new binary's) rather than
+// people.
+type Info struct {
+	Kubeboot   string `json:"kubeboot"`
+	GitCommit  string `json:"gitCommit,omitempty"`
+	Kubernetes string `json:"kubernetes"`
+	Etcd       string `json:"etcd"`
+	Containerd string `json:"containerd"`
+	GoVersion  string `json:"goVersion"`
+	Platform   string `json:"platform"`
+}
+
+// Get returns this binary's Info.
+func Get() Info {
+	return Info{Kubeboot: Kubeboot, GitCommit: GitCommit, Kubernetes: Kubernetes, Etcd: Etcd, Containerd: Containerd,
+		GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+}
