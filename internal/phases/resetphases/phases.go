@@ -91,7 +91,7 @@ func Phases() []phase {
 	}
 }
 
-func hasLocalEtcd(d *Data) bool { return fsys.Exists(d.FS, component.SpecPath(component.Etcd)) }
+func hasLocalEtcd(d *Data) bool { return d.node().Runs(component.Etcd) }
 
 func runPreflight(_ context.Context, d *Data) error {
 	d.logf("[preflight] Running pre-flight checks")
@@ -145,8 +145,8 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 		_, err := cleanup.Remove(fs, paths, d.Out)
 		return err
 	}
-	worker := !fsys.Exists(fs, component.SpecPath(component.APIServer)) && fsys.Exists(fs, component.SpecPath(component.Kubelet))
-	nodeSide := hasNodeSide(fs)
+	worker := rec.Role == nodestate.Worker && rec.Runs(component.Kubelet)
+	nodeSide := hasNodeSide(fs, rec)
 	name, podSubnets := rec.Name, rec.PodSubnets
 	// The kubelet first, or it restarts the containers we kill (and
 	// registers the Node again); then the containers, while containerd
@@ -224,12 +224,12 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	return nil
 }
 
-// hasNodeSide reports whether a node side ran here (or began to): a spec
-// of the kubelet, containerd, kube-proxy or the pod network's engines, or their
-// state directories.
-func hasNodeSide(fs fsys.FS) bool {
+// hasNodeSide reports whether a node side ran here (or began to): the
+// record names the kubelet, containerd, kube-proxy or the pod network's
+// engines, or their state directories are there.
+func hasNodeSide(fs fsys.FS, rec nodestate.Node) bool {
 	for _, name := range []string{component.Kubelet, component.Containerd, component.KubeProxy, component.Flannel, component.KubeRouter, component.RetiredNetAgent} {
-		if fsys.Exists(fs, component.SpecPath(name)) {
+		if rec.Runs(name) {
 			return true
 		}
 	}
