@@ -1,7 +1,6 @@
 package component
 
 import (
-	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,12 +108,3 @@ func (r Renderer) StorageScalerSpec() Spec {
 	sp.RestartOn = []string{conf}
 	return sp
 }
-
-// InDaemon are kubeboot's own components, which the node daemon runs in
-// its own process (a spec without Exec), each from the typed
-// configuration its spec carries (Own): they go with the daemon's binary,
-// and an upgrade does not replace them one by one.
-var InDaemon = []string{CertRenewer, EtcdSnapshotter, CAAgent, CSRApprover, APIServerLB, ManifestApplier, StorageScaler}
-
-// IsInDaemon reports whether the daemon runs name in its own process.
-func IsInDaemon(name string) bool { return slices.Contains(InDaemon, name) }

@@ -27,6 +27,14 @@ type Declared struct {
 	// Runs tells whether the configuration runs the component on a node of
 	// its role; nil means always.
 	Runs func(Renderer) bool
+	// InDaemon marks kubeboot's own components, which the node daemon runs
+	// in its own process from the typed configuration their spec carries
+	// (Own; package service runs them), and which `kubeboot NAME` runs by
+	// hand. They go with the daemon's binary: an upgrade does not replace
+	// them one by one.
+	InDaemon bool
+	// Does says what an own component does, for its command's help.
+	Does string
 }
 
 // Table is every component, control plane first, in kubeadm's order.
@@ -35,18 +43,51 @@ var Table = []Declared{
 	{Name: APIServer, Role: RoleControlPlane, Render: Renderer.APIServer},
 	{Name: ControllerManager, Role: RoleControlPlane, Render: Renderer.ControllerManager},
 	{Name: Scheduler, Role: RoleControlPlane, Render: Renderer.Scheduler},
-	{Name: CSRApprover, Role: RoleControlPlane, Render: Renderer.CSRApproverSpec, Runs: Renderer.ServesTLSBootstrap},
-	{Name: CertRenewer, Role: RoleControlPlane, Render: Renderer.CertRenewerSpec},
-	{Name: EtcdSnapshotter, Role: RoleControlPlane, Render: Renderer.EtcdSnapshotterSpec, Runs: Renderer.SnapshotsRun},
-	{Name: ManifestApplier, Role: RoleControlPlane, Render: Renderer.ManifestApplierSpec},
-	{Name: StorageScaler, Role: RoleControlPlane, Render: Renderer.StorageScalerSpec},
+	{Name: CSRApprover, Role: RoleControlPlane, Render: Renderer.CSRApproverSpec, Runs: Renderer.ServesTLSBootstrap,
+		InDaemon: true, Does: "Approve the kubelets' serving certificates for known nodes"},
+	{Name: CertRenewer, Role: RoleControlPlane, Render: Renderer.CertRenewerSpec,
+		InDaemon: true, Does: "Renew this control plane's certificates and kubeconfigs before they expire"},
+	{Name: EtcdSnapshotter, Role: RoleControlPlane, Render: Renderer.EtcdSnapshotterSpec, Runs: Renderer.SnapshotsRun,
+		InDaemon: true, Does: "Save etcd snapshots with the cluster's keys on a schedule, keeping the newest"},
+	{Name: ManifestApplier, Role: RoleControlPlane, Render: Renderer.ManifestApplierSpec,
+		InDaemon: true, Does: "Apply the manifests directory of this control plane to the cluster"},
+	{Name: StorageScaler, Role: RoleControlPlane, Render: Renderer.StorageScalerSpec,
+		InDaemon: true, Does: "Run the storage add-on's provisioner only while claims or volumes of its class exist"},
 	{Name: Containerd, Role: RoleNode, Runs: Renderer.ManagedContainerd},
 	{Name: Kubelet, Role: RoleNode, Render: Renderer.KubeletSpec},
 	{Name: KubeProxy, Role: RoleNode, Render: Renderer.KubeProxySpec},
 	{Name: Flannel, Role: RoleNode, Render: Renderer.FlannelSpec, Runs: Renderer.RunsFlannel},
 	{Name: KubeRouter, Role: RoleNode, Render: Renderer.KubeRouterSpec, Runs: Renderer.RunsNetworkPolicy},
-	{Name: CAAgent, Role: RoleNode, Render: Renderer.CAAgentSpec},
-	{Name: APIServerLB, Role: RoleNode},
+	{Name: CAAgent, Role: RoleNode, Render: Renderer.CAAgentSpec,
+		InDaemon: true, Does: "Follow rotations of the cluster CA on this node"},
+	{Name: APIServerLB, Role: RoleNode,
+		InDaemon: true, Does: "Run the node-local API server load balancer"},
+}
+
+// InDaemon are kubeboot's own components (Declared.InDaemon), in the
+// table's order.
+var InDaemon = inDaemon()
+
+func inDaemon() []string {
+	var out []string
+	for _, d := range Table {
+		if d.InDaemon {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}
+
+// IsInDaemon reports whether the daemon runs name in its own process.
+func IsInDaemon(name string) bool { return slices.Contains(InDaemon, name) }
+
+// Lookup is the declaration of the component name.
+func Lookup(name string) (Declared, bool) {
+	i := slices.IndexFunc(Table, func(d Declared) bool { return d.Name == name })
+	if i < 0 {
+		return Declared{}, false
+	}
+	return Table[i], true
 }
 
 // ControlPlane lists the control-plane components, in the table's order.
@@ -65,10 +106,8 @@ func names(role Role) []string {
 // RoleOf is a component's role; a name the table does not know is on the
 // node side.
 func RoleOf(name string) Role {
-	for _, d := range Table {
-		if d.Name == name {
-			return d.Role
-		}
+	if d, ok := Lookup(name); ok {
+		return d.Role
 	}
 	return RoleNode
 }
