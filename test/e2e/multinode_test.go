@@ -580,7 +580,7 @@ func containerIDs(t *testing.T, h *nethost.Host) []string {
 // given nodes belongs to a pod the API server still has.
 func podsSettled(t *testing.T, api *nethost.Host, hosts ...*nethost.Host) {
 	t.Helper()
-	eventually(t, 90*time.Second, time.Second, "the deleted pods' cgroups and logs gone", func() error {
+	waited := eventually(t, 90*time.Second, time.Second, "the deleted pods' cgroups and logs gone", func() error {
 		out, err := kubectlErr(api, "get", "pods", "-A", "-o", "jsonpath={range .items[*]}{.metadata.uid} {end}")
 		if err != nil {
 			return fmt.Errorf("%v: %s", err, out)
@@ -610,4 +610,5 @@ func podsSettled(t *testing.T, api *nethost.Host, hosts ...*nethost.Host) {
 		}
 		return nil
 	})
+	t.Logf("the deleted pods' cgroups and logs gone from %d nodes after %s", len(hosts), waited.Round(time.Millisecond))
 }
