@@ -1,12 +1,79 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/service"
 	"github.com/kubeboot/kubeboot/pkg/version"
 )
+
+// TestVersionFlag: --version prints the versions on any command and never
+// runs the command, so `init --version` leaves the host untouched.
+func TestVersionFlag(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "node")
+	for _, args := range [][]string{
+		{"--version"},
+		{"init", "--version", "--root", root},
+		{"reset", "--version", "--force", "--root", root},
+	} {
+		var out, errOut bytes.Buffer
+		if code := Run(args, Streams{In: strings.NewReader(""), Out: &out, Err: &errOut}, nil); code != 0 {
+			t.Fatalf("%v: exit %d, stderr %q", args, code, errOut.String())
+		}
+		if !strings.HasPrefix(out.String(), "kubeboot: ") || !strings.Contains(out.String(), "\nKubernetes: ") {
+			t.Errorf("%v printed %q, want the version text", args, out.String())
+		}
+	}
+	if _, err := os.Stat(root); !os.IsNotExist(err) {
+		t.Errorf("init --version touched %s (stat: %v)", root, err)
+	}
+}
+
+// `kubeboot etcd snapshot ...` is kubeboot's command, not the embedded
+// etcd server of the same name (which takes no positional arguments).
+func TestEtcdSubcommandsAreKubeboots(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		own  bool
+	}{
+		{[]string{"etcd", "snapshot", "save", "f"}, true},
+		{[]string{"etcd", "members"}, true},
+		{[]string{"etcd", "--name", "x"}, false},
+		{[]string{"etcd"}, false},
+		{[]string{"kube-apiserver", "snapshot"}, false},
+	} {
+		if got := IsOwnSubcommand(c.args); got != c.own {
+			t.Errorf("IsOwnSubcommand(%v) = %v, want %v", c.args, got, c.own)
+		}
+	}
+}
+
+// The daemon runs in its process exactly the components the rest of
+// kubeboot (upgrade, status) knows it runs there, and each has a command
+// that runs it by hand.
+func TestInProcessComponentsAreInDaemon(t *testing.T) {
+	got := slices.Sorted(maps.Keys(service.InProcess(fsys.NewRoot("/"))))
+	want := slices.Sorted(slices.Values(component.InDaemon))
+	if !slices.Equal(got, want) {
+		t.Errorf("the daemon runs %v in its process, component.InDaemon says %v", got, want)
+	}
+	root := NewCommand(Streams{Out: io.Discard, Err: io.Discard}, nil)
+	for _, name := range component.InDaemon {
+		if c, _, err := root.Find([]string{name}); err != nil || c.Name() != name {
+			t.Errorf("no command runs %s by hand", name)
+		}
+	}
+}
 
 // `version -o json` is what programs read (an upgrade reads the new
 // binary's); -o yaml and -o short as kubeadm's, --short kept.
