@@ -66,17 +66,7 @@ var Table = []Declared{
 
 // InDaemon are kubeboot's own components (Declared.InDaemon), in the
 // table's order.
-var InDaemon = inDaemon()
-
-func inDaemon() []string {
-	var out []string
-	for _, d := range Table {
-		if d.InDaemon {
-			out = append(out, d.Name)
-		}
-	}
-	return out
-}
+var InDaemon = names(func(d Declared) bool { return d.InDaemon })
 
 // IsInDaemon reports whether the daemon runs name in its own process.
 func IsInDaemon(name string) bool { return slices.Contains(InDaemon, name) }
@@ -91,12 +81,13 @@ func Lookup(name string) (Declared, bool) {
 }
 
 // ControlPlane lists the control-plane components, in the table's order.
-var ControlPlane = names(RoleControlPlane)
+var ControlPlane = names(func(d Declared) bool { return d.Role == RoleControlPlane })
 
-func names(role Role) []string {
+// names lists, in the table's order, the components keep keeps.
+func names(keep func(Declared) bool) []string {
 	var out []string
 	for _, d := range Table {
-		if d.Role == role {
+		if keep(d) {
 			out = append(out, d.Name)
 		}
 	}
