@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -339,7 +338,7 @@ func announceRenewal(fs fsys.FS, out io.Writer, renewed []string) error {
 			}
 		}
 	}
-	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
+	if err := daemon.NewClient(fs).Reload(context.Background()); err != nil {
 		return fmt.Errorf("telling the kubeboot daemon (pid %d): %w", pid, err)
 	}
 	fmt.Fprintln(out, "\nDone renewing certificates. kube-apiserver and etcd load them by themselves, without a restart.")

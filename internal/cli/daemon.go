@@ -90,12 +90,12 @@ components to run as spec files in /etc/kubernetes/kubeboot/components.`,
 			RunE: func(cmd *cobra.Command, args []string) error {
 				fs := g.FS(false, s.Out)
 				// Checked before the line that says it restarts.
-				if err := daemon.Runs(fs, args[0]); err != nil {
+				if err := daemon.NewClient(fs).Runs(args[0]); err != nil {
 					return err
 				}
 				start := time.Now()
 				fmt.Fprintf(s.Out, "[daemon] Restarting %s\n", args[0])
-				if err := daemon.Restart(cmd.Context(), fs, args[0], "asked by `kubeboot daemon restart`", true, 2*time.Minute); err != nil {
+				if err := daemon.NewClient(fs).Restart(cmd.Context(), args[0], "asked by `kubeboot daemon restart`", true, 2*time.Minute); err != nil {
 					return err
 				}
 				fmt.Fprintf(s.Out, "[daemon] %s restarted and ready after %s\n", args[0], time.Since(start).Round(time.Millisecond))
@@ -123,16 +123,16 @@ func newStatusCommand(g *GlobalFlags, s Streams) *cobra.Command {
 		Use:   "status",
 		Short: "Show the components of this node: pid, state, readiness, restarts and log",
 		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) error {
 			fs := g.FS(false, s.Out)
 			pid := daemon.Running(fs)
 			if pid == 0 {
 				fmt.Fprintf(s.Out, "The kubeboot daemon is not running for %s\n", fs.Path("/"))
 				return nil
 			}
-			r, err := daemon.ReadStatus(fs)
+			r, err := daemon.NewClient(fs).Status(cmd.Context())
 			if err != nil {
-				return fmt.Errorf("the kubeboot daemon runs (pid %d) but its status is unreadable: %w", pid, err)
+				return fmt.Errorf("the kubeboot daemon runs (pid %d) but does not tell its status: %w", pid, err)
 			}
 			fmt.Fprintf(s.Out, "kubeboot daemon: pid %d, status of %s\n", pid, r.Updated.Format(time.RFC3339))
 			if n, err := (component.Store{FS: fs}).Node(); err == nil && n.Name != "" {

@@ -93,7 +93,7 @@ func (f *printFlags) launches(fs fsys.FS, names []string) ([]devmode.Launch, err
 		}
 	}
 	env, dir := daemon.ComponentEnv(os.Environ()), fs.Path("/")
-	if r, err := daemon.ReadStatus(fs); err == nil && daemon.Running(fs) != 0 && r.Dir != "" {
+	if r, err := daemon.NewClient(fs).Status(context.Background()); err == nil && r.Dir != "" {
 		env, dir = r.Env, r.Dir
 	}
 	// PATH is the developer's own: the upstream programs are looked up in
@@ -164,7 +164,7 @@ Ctrl-C does it.`,
 			idx := slices.IndexFunc(specs, func(sp component.Spec) bool { return sp.Name == name })
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if err := daemon.Swap(ctx, fs, name, time.Minute); err != nil {
+			if err := daemon.NewClient(fs).Swap(ctx, name, time.Minute); err != nil {
 				return err
 			}
 			fmt.Fprintf(s.Out, "[dev] The node daemon no longer runs %s: the slot is yours until `kubeboot dev restore %s`. Start your process with:\n\n", name, name)
@@ -208,7 +208,7 @@ Ctrl-C does it.`,
 func restoreAfterSignal(s Streams, fs fsys.FS, name string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := daemon.Restore(ctx, fs, name, 2*time.Minute); err != nil {
+	if err := daemon.NewClient(fs).Restore(ctx, name, 2*time.Minute); err != nil {
 		return err
 	}
 	fmt.Fprintf(s.Out, "[dev] The node daemon runs %s again\n", name)
@@ -223,7 +223,7 @@ func newDevRestoreCommand(g *GlobalFlags, s Streams) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			fs := g.FS(false, s.Out)
 			start := time.Now()
-			if err := daemon.Restore(cmd.Context(), fs, args[0], 2*time.Minute); err != nil {
+			if err := daemon.NewClient(fs).Restore(cmd.Context(), args[0], 2*time.Minute); err != nil {
 				return err
 			}
 			fmt.Fprintf(s.Out, "[dev] The node daemon runs %s again; ready after %s\n", args[0], time.Since(start).Round(time.Millisecond))

@@ -138,7 +138,7 @@ func devUp(parent context.Context, g *GlobalFlags, s Streams, o devUpOptions) er
 	defer stop()
 	_, runErr := cluster.Init(ctx, opts)
 	if runErr == nil {
-		printDevStatus(s, fs)
+		printDevStatus(ctx, s, fs)
 		fmt.Fprintf(s.Out, "\n[dev] The cluster is up. To use it:\n\nexport KUBECONFIG=%s\n\n", fs.Path(kubeconfig.AdminPath))
 		fmt.Fprintf(s.Out, "[dev] `kubeboot dev print --root %s` prints how to run any component by hand. Ctrl-C stops and removes the cluster", g.Root)
 		if o.preserve {
@@ -158,8 +158,8 @@ func devUp(parent context.Context, g *GlobalFlags, s Streams, o devUpOptions) er
 }
 
 // printDevStatus lists the components and their logs.
-func printDevStatus(s Streams, fs fsys.FS) {
-	r, err := daemon.ReadStatus(fs)
+func printDevStatus(ctx context.Context, s Streams, fs fsys.FS) {
+	r, err := daemon.NewClient(fs).Status(ctx)
 	if err != nil {
 		return
 	}
@@ -171,36 +171,25 @@ func printDevStatus(s Streams, fs fsys.FS) {
 	w.Flush()
 }
 
-// watchComponents warns, until ctx ends, whenever a component exits.
+// watchComponents warns, until ctx ends, whenever a component exits,
+// from the daemon's watch of its status.
 func watchComponents(ctx context.Context, s Streams, fs fsys.FS) {
-	restarts := map[string]int{}
-	if r, err := daemon.ReadStatus(fs); err == nil {
-		for _, c := range r.Components {
-			restarts[c.Name] = c.Restarts
-		}
-	}
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		if daemon.Running(fs) == 0 {
-			fmt.Fprintf(s.Out, "[dev] WARNING: the node daemon is gone; see %s\n", fs.Path(daemon.LogFile))
-			return
-		}
-		r, err := daemon.ReadStatus(fs)
-		if err != nil {
-			continue
+	var restarts map[string]int
+	err := daemon.NewClient(fs).Watch(ctx, func(r daemon.StatusReport) bool {
+		first := restarts == nil
+		if first {
+			restarts = map[string]int{}
 		}
 		for _, c := range r.Components {
-			if c.Restarts > restarts[c.Name] {
+			if !first && c.Restarts > restarts[c.Name] {
 				fmt.Fprintf(s.Out, "[dev] WARNING: %s exited (%s); the node daemon restarts it. Its log: %s\n", c.Name, c.LastExit, c.LogFile)
 			}
 			restarts[c.Name] = c.Restarts
 		}
+		return true
+	})
+	if err != nil && ctx.Err() == nil {
+		fmt.Fprintf(s.Out, "[dev] WARNING: %v; see %s\n", err, fs.Path(daemon.LogFile))
 	}
 }
 
@@ -216,7 +205,7 @@ func devDown(s Streams, g *GlobalFlags, fs fsys.FS, o devUpOptions) error {
 		// out rather than removed: their specs still say this node is a
 		// control plane, for reset.
 		for _, name := range []string{component.APIServer, component.Etcd} {
-			if err := daemon.Swap(ctx, fs, name, time.Minute); err != nil {
+			if err := daemon.NewClient(fs).Swap(ctx, name, time.Minute); err != nil {
 				return err
 			}
 		}
@@ -299,7 +288,7 @@ func devUpNode(parent context.Context, g *GlobalFlags, s Streams, cpRoot, nodeNa
 	})
 	fs := fsys.NewRoot(g.Root)
 	if runErr == nil && ctx.Err() == nil {
-		printDevStatus(s, fs)
+		printDevStatus(ctx, s, fs)
 		fmt.Fprintf(s.Out, "\n[dev] The node runs. Ctrl-C takes it out of the cluster and removes it\n")
 		watchComponents(ctx, s, fs)
 	}

@@ -11,10 +11,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,17 +164,27 @@ type Daemon struct {
 	// reads, and the status file.
 	statusMu sync.Mutex
 	swapped  map[string]time.Time
+	// lookMu makes one look at a time: the main loop's and the API's.
+	lookMu sync.Mutex
+	// changed is closed, and replaced, at every change of status: what
+	// waits for one (the API's waits and watches) selects on it.
+	changedMu sync.Mutex
+	changedCh chan struct{}
+	// noAPI leaves the socket out, as daemons before the API ran (tests
+	// of the client's way with those).
+	noAPI bool
 }
 
 // New returns the daemon of the node under fs. It runs components from
 // exe, logs to logw, and runs the components of inProcess as goroutines
 // of its own rather than as processes (component.InDaemon).
 func New(fs fsys.FS, exe string, logw io.Writer, inProcess map[string]supervisor.InProcessFunc) *Daemon {
-	return &Daemon{fs: fs, exe: exe, logw: logw, inProcess: inProcess, store: component.Store{FS: fs}, swapped: map[string]time.Time{}}
+	return &Daemon{fs: fs, exe: exe, logw: logw, inProcess: inProcess, store: component.Store{FS: fs}, swapped: map[string]time.Time{}, changedCh: make(chan struct{})}
 }
 
 // Run is the daemon itself. It returns when ctx ends, after stopping every
-// component. SIGHUP makes it re-read the spec directory at once; it also
+// component. It serves its API on SocketFile. SIGHUP makes it re-read the
+// spec directory at once (for people: commands use the API); it also
 // re-reads it every 2 s.
 func (d *Daemon) Run(ctx context.Context) error {
 	fs := d.fs
@@ -192,6 +202,18 @@ func (d *Daemon) Run(ctx context.Context) error {
 		os.Remove(fs.Path(PidFile))
 		pidf.Close()
 	}()
+	// The socket before the pid: whoever finds the daemon running finds
+	// its API.
+	var api net.Listener
+	if !d.noAPI {
+		if api, err = listen(fs.Path(SocketFile)); err != nil {
+			return err
+		}
+		defer func() {
+			api.Close()
+			os.Remove(fs.Path(SocketFile))
+		}()
+	}
 	if err := pidf.Truncate(0); err != nil {
 		return err
 	}
@@ -223,6 +245,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 	restartCtx, stopRestarts := context.WithCancel(ctx)
 	defer stopRestarts()
 	go d.restarts.run(restartCtx)
+	if api != nil {
+		apiCtx, stopAPI := context.WithCancel(ctx)
+		defer stopAPI()
+		go d.serve(apiCtx, api)
+	}
 	d.logf("kubeboot daemon started (pid %d, root %s)", os.Getpid(), fs.Path("/"))
 	verifyHelpers(fs, d.logf)
 	d.look()
@@ -261,12 +288,43 @@ func (d *Daemon) writeStatus() {
 	if d.sup == nil {
 		return
 	}
-	r := StatusReport{PID: os.Getpid(), Updated: time.Now(), Components: d.sup.Statuses(), Env: d.env, Dir: d.fs.Path("/")}
-	for name, since := range d.swapped {
-		r.Components = append(r.Components, supervisor.Status{Name: name, State: StateSwapped, Since: since})
-	}
-	b, _ := json.MarshalIndent(r, "", "  ")
+	b, _ := json.MarshalIndent(d.reportLocked(), "", "  ")
 	_ = fsys.WriteFileAtomic(d.fs.Path(StatusFile), b, 0o644)
+	d.changedMu.Lock()
+	close(d.changedCh)
+	d.changedCh = make(chan struct{})
+	d.changedMu.Unlock()
+}
+
+// changes is closed at the next change of status.
+func (d *Daemon) changes() <-chan struct{} {
+	d.changedMu.Lock()
+	defer d.changedMu.Unlock()
+	return d.changedCh
+}
+
+// report is the status now: every component's state, and those swapped
+// out.
+func (d *Daemon) report() StatusReport {
+	d.statusMu.Lock()
+	defer d.statusMu.Unlock()
+	return d.reportLocked()
+}
+
+func (d *Daemon) reportLocked() StatusReport {
+	r := StatusReport{PID: os.Getpid(), Updated: time.Now(), Env: d.env, Dir: d.fs.Path("/")}
+	if d.sup != nil {
+		r.Components = d.sup.Statuses()
+	}
+	names := make([]string, 0, len(d.swapped))
+	for name := range d.swapped {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		r.Components = append(r.Components, supervisor.Status{Name: name, State: StateSwapped, Since: d.swapped[name]})
+	}
+	return r
 }
 
 // changed writes the status and lets the bring-up see the API server's
@@ -276,12 +334,13 @@ func (d *Daemon) changed() {
 	d.cpu.check(d.sup.Statuses())
 }
 
-// look applies what changed on disk: specs, files components read at
-// start, restarts asked for.
+// look applies what changed on disk: specs, what is swapped out, files
+// components read at start.
 func (d *Daemon) look() {
+	d.lookMu.Lock()
+	defer d.lookMu.Unlock()
 	d.reload()
 	d.restarts.check(d.running)
-	d.restarts.requested(d.fs.Path(RestartDir))
 }
 
 // reload hands the supervisor the specs on disk, but for those swapped
@@ -343,8 +402,8 @@ func ReadStatus(fs fsys.FS) (*StatusReport, error) {
 	return &r, nil
 }
 
-// Start makes sure the daemon of this root runs, or tells the running one
-// to re-read its specs. Where systemd is init and the node's unit is
+// Start makes sure the daemon of this root runs, or has the running one
+// re-read its specs. Where systemd is init and the node's unit is
 // written, it starts the unit, so that the daemon, its components and
 // their logs live under it; elsewhere it starts the daemon detached (own
 // session, output to its log file) with the environment a unit would give
@@ -352,8 +411,10 @@ func ReadStatus(fs fsys.FS) (*StatusReport, error) {
 // it.
 func Start(fs fsys.FS, exe string) (pid int, started bool, err error) {
 	if pid := Running(fs); pid != 0 {
-		if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
-			return 0, false, fmt.Errorf("signalling the kubeboot daemon (pid %d): %w", pid, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := NewClient(fs).Reload(ctx); err != nil {
+			return 0, false, err
 		}
 		return pid, false, nil
 	}
@@ -456,31 +517,6 @@ func Stop(ctx context.Context, fs fsys.FS, timeout time.Duration, progress func(
 	return pollError(ctx, err, "the kubeboot daemon (pid %d) did not stop within %s", pid, timeout)
 }
 
-// StopComponent makes the running daemon stop one component: its spec is
-// removed and the daemon told to re-read the spec directory. It waits
-// until the daemon's status no longer shows the component running.
-func StopComponent(ctx context.Context, fs fsys.FS, name string, timeout time.Duration) error {
-	if err := os.Remove(fs.Path(component.SpecPath(name))); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	pid := Running(fs)
-	if pid == 0 {
-		return nil
-	}
-	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
-		return err
-	}
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		r, err := ReadStatus(fs)
-		if err != nil {
-			return false, nil
-		}
-		running := slices.ContainsFunc(r.Components, func(c supervisor.Status) bool { return c.Name == name && c.PID != 0 })
-		return !running && r.Updated.After(time.Now().Add(-time.Minute)), nil
-	})
-	return pollError(ctx, err, "the kubeboot daemon did not stop %s within %s", name, timeout)
-}
-
 // pollError is a poll's outcome: nil, the caller's cancellation, or the
 // error that says what did not happen in time.
 func pollError(ctx context.Context, err error, format string, args ...any) error {
@@ -492,99 +528,6 @@ func pollError(ctx context.Context, err error, format string, args ...any) error
 	default:
 		return fmt.Errorf(format, args...)
 	}
-}
-
-// Swap hands one component's slot to a developer's own process: the
-// daemon stops it and does not restart it until Restore, and components
-// that come After it treat it as running elsewhere. It returns once the
-// daemon's status shows the component swapped out.
-func Swap(ctx context.Context, fs fsys.FS, name string, timeout time.Duration) error {
-	if err := request(fs, SwapDir, name, nil); err != nil {
-		return err
-	}
-	return signalAndWait(ctx, fs, timeout, "swap out "+name, func(c supervisor.Status) bool {
-		return c.Name == name && c.State == StateSwapped
-	})
-}
-
-// Restore hands a swapped component back to the daemon and waits until
-// it is ready.
-func Restore(ctx context.Context, fs fsys.FS, name string, timeout time.Duration) error {
-	if err := os.Remove(fs.Path(path.Join(SwapDir, name))); errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("%s is not swapped out on this node", name)
-	} else if err != nil {
-		return err
-	}
-	if Running(fs) == 0 {
-		return nil
-	}
-	return signalAndWait(ctx, fs, timeout, "run "+name+" again", func(c supervisor.Status) bool {
-		return c.Name == name && c.State != StateSwapped && c.Ready
-	})
-}
-
-// RestartDir holds a file per component the running daemon is asked to
-// restart (Restart), holding why; the daemon removes it as it queues the
-// restart.
-const RestartDir = RunDir + "/restart"
-
-// Restart makes the running daemon stop one component and start it again
-// at once (no back-off), logging why, and waits until a process started
-// after the request runs, and when ready is set until it is ready.
-// Components that depend on it keep running.
-func Restart(ctx context.Context, fs fsys.FS, name, why string, ready bool, timeout time.Duration) error {
-	asked := time.Now()
-	if err := request(fs, RestartDir, name, []byte(why+"\n")); err != nil {
-		return err
-	}
-	return signalAndWait(ctx, fs, timeout, "restart "+name, func(c supervisor.Status) bool {
-		return c.Name == name && c.PID != 0 && c.Since.After(asked) && (c.Ready || !ready)
-	})
-}
-
-// Runs says why the running daemon of this node could not act on
-// name: the node has no such component, or no daemon runs. It is nil
-// when a request about name would be read.
-func Runs(fs fsys.FS, name string) error {
-	if !fsys.Exists(fs, component.SpecPath(name)) {
-		return fmt.Errorf("this node runs no component %q (no spec %s)", name, fs.Path(component.SpecPath(name)))
-	}
-	if Running(fs) == 0 {
-		return fmt.Errorf("the kubeboot daemon is not running for %s", fs.Path("/"))
-	}
-	return nil
-}
-
-// request writes a file named after one of this node's components into
-// dir (a node path: SwapDir, RestartDir), for the running daemon to act
-// on at its next look; it writes nothing when the node runs no such
-// component or no daemon would read it.
-func request(fs fsys.FS, dir, name string, content []byte) error {
-	if err := Runs(fs, name); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(fs.Path(dir), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(fs.Path(path.Join(dir, name)), content, 0o644)
-}
-
-// signalAndWait tells the daemon to re-read its specs and waits for a
-// status written after that in which some component satisfies ok.
-func signalAndWait(ctx context.Context, fs fsys.FS, timeout time.Duration, what string, ok func(supervisor.Status) bool) error {
-	pid := Running(fs)
-	if pid == 0 {
-		return fmt.Errorf("the kubeboot daemon is not running for %s", fs.Path("/"))
-	}
-	sent := time.Now()
-	if err := syscall.Kill(pid, syscall.SIGHUP); err != nil {
-		return err
-	}
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		r, err := ReadStatus(fs)
-		return err == nil && r.Updated.After(sent) && slices.ContainsFunc(r.Components, ok), nil
-	})
-	return pollError(ctx, err, "the kubeboot daemon did not %s within %s; see %s", what, timeout, fs.Path(LogFile))
 }
 
 // verifyHelpers checks, at every start, the per-pod helpers init or join
@@ -603,20 +546,4 @@ func verifyHelpers(fs fsys.FS, logf func(format string, args ...any)) {
 		return
 	}
 	logf("[helpers] %d per-pod helpers in %s verified by sha256 in %s, %d rewritten", res.Verified+len(res.Written), res.Dir, time.Since(start).Round(time.Millisecond), len(res.Written))
-}
-
-// ReplaceSpec hands the daemon a changed spec of a running component
-// and waits until the daemon runs it anew (a process started after the
-// change) and it is ready: the daemon restarts that component only.
-func ReplaceSpec(ctx context.Context, fs fsys.FS, spec component.Spec, timeout time.Duration) error {
-	if Running(fs) == 0 {
-		return fmt.Errorf("the kubeboot daemon is not running for %s", fs.Path("/"))
-	}
-	changed := time.Now()
-	if err := (component.Store{FS: fs}).Write(spec); err != nil {
-		return err
-	}
-	return signalAndWait(ctx, fs, timeout, "run the new "+spec.Name, func(c supervisor.Status) bool {
-		return c.Name == spec.Name && c.Ready && c.Since.After(changed)
-	})
 }

@@ -3,9 +3,7 @@ package daemon
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -86,24 +84,6 @@ func (r *restarter) check(specs []component.Spec) {
 				break
 			}
 		}
-	}
-}
-
-// requested queues the restarts asked for in dir (see Restart): a file
-// per component, holding why. Each file is removed as it is queued.
-func (r *restarter) requested(dir string) {
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		f := filepath.Join(dir, e.Name())
-		why, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		if err := os.Remove(f); err != nil {
-			r.logf("[restart] %v", err)
-			continue
-		}
-		r.enqueue(e.Name(), strings.TrimSpace(string(why)), "[restart]")
 	}
 }
 

@@ -105,23 +105,15 @@ func TestRestarterRestartsOnAFileThatAppears(t *testing.T) {
 	}
 }
 
-// A restart asked for through the restart directory is queued once, with
-// its reason, and its file is gone: the next look queues nothing.
-func TestRestarterQueuesRequestedRestarts(t *testing.T) {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "etcd"), []byte("stuck unpublished\n"), 0o644)
-	var logged []string
-	r := newRestarter(func(format string, args ...any) { logged = append(logged, format) }, nil)
-	r.requested(dir)
-	r.requested(dir)
-	if len(r.pending) != 1 || r.pending[0] != (restartRequest{"etcd", "stuck unpublished", "[restart]"}) {
-		t.Fatalf("queued %+v, want one restart of etcd", r.pending)
-	}
-	if left, _ := os.ReadDir(dir); len(left) != 0 {
-		t.Errorf("%d request files left, want none", len(left))
-	}
-	r.requested(filepath.Join(dir, "absent"))
-	if len(r.pending) != 1 || len(logged) != 0 {
-		t.Errorf("an absent directory queued %+v and logged %v", r.pending, logged)
+// A restart asked for while one of the same component waits is queued
+// once, with the first reason.
+func TestRestarterQueuesARestartOnce(t *testing.T) {
+	r := newRestarter(func(string, ...any) {}, nil)
+	r.enqueue("etcd", "stuck unpublished", "[restart]")
+	r.enqueue("etcd", "asked again", "[restart]")
+	r.enqueue("kubelet", "asked", "[restart]")
+	want := []restartRequest{{"etcd", "stuck unpublished", "[restart]"}, {"kubelet", "asked", "[restart]"}}
+	if !slices.Equal(r.pending, want) {
+		t.Fatalf("queued %+v, want %+v", r.pending, want)
 	}
 }

@@ -142,7 +142,7 @@ func SigningCert(ctx context.Context, fs fsys.FS, certFile string) error {
 	}
 	sp.Args = slices.Clone(sp.Args)
 	sp.Args[i] = flag + fs.Path(certFile)
-	return daemon.ReplaceSpec(ctx, fs, sp, 2*time.Minute)
+	return daemon.NewClient(fs).ReplaceSpec(ctx, sp, 2*time.Minute)
 }
 
 func apiServerLB(fs fsys.FS, c *component.APIServerLBConfig, logf func(string, ...any)) func(context.Context) (func(context.Context, func()) error, error) {

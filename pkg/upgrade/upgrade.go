@@ -192,7 +192,7 @@ func Replace(ctx context.Context, fs fsys.FS, specs []component.Spec, binary str
 		}
 		start := time.Now()
 		s.Exec = binary
-		if err := daemon.ReplaceSpec(ctx, fs, s, timeout); err != nil {
+		if err := daemon.NewClient(fs).ReplaceSpec(ctx, s, timeout); err != nil {
 			return fmt.Errorf("%s did not come back from %s: %w; `kubeboot upgrade rollback` puts back what was replaced", s.Name, binary, err)
 		}
 		logf("[upgrade] %s runs from %s, ready in %s", s.Name, binary, time.Since(start).Round(time.Millisecond))
@@ -232,7 +232,7 @@ func Rollback(ctx context.Context, fs fsys.FS, timeout time.Duration, logf func(
 		}
 		start := time.Now()
 		s.Exec = r.Exec
-		if err := daemon.ReplaceSpec(ctx, fs, s, timeout); err != nil {
+		if err := daemon.NewClient(fs).ReplaceSpec(ctx, s, timeout); err != nil {
 			return nil, fmt.Errorf("rolling back %s: %w", r.Name, err)
 		}
 		from := r.Exec

@@ -345,7 +345,7 @@ func (d *Data) waitEtcdServing(ctx context.Context, cluster []string, peer strin
 			restarted = true
 			d.Logf("[etcd] %s: the cluster lists it as published for %s while it does not serve, its publication having come inside the snapshot it was sent", etcdRestartLine, time.Since(stuckSince).Round(time.Millisecond))
 			// Not until ready: a learner's /readyz fails until it is promoted.
-			if err := daemon.Restart(ctx, d.FS, component.Etcd, "a new member listed as published that does not serve (its publication came inside its snapshot)", false, d.Timeout); err != nil {
+			if err := daemon.NewClient(d.FS).Restart(ctx, component.Etcd, "a new member listed as published that does not serve (its publication came inside its snapshot)", false, d.Timeout); err != nil {
 				d.Logf("[etcd] WARNING: restarting the new etcd member: %v", err)
 			}
 		}

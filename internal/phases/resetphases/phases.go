@@ -152,7 +152,7 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	// registers the Node again); then the containers, while containerd
 	// still runs: they are not the daemon's children and would outlive it.
 	d.logf("[reset] Stopping the kubelet")
-	if err := daemon.StopComponent(ctx, fs, component.Kubelet, time.Minute); err != nil {
+	if err := daemon.NewClient(fs).StopComponent(ctx, component.Kubelet, time.Minute); err != nil {
 		return err
 	}
 	if worker && name != "" {
@@ -436,7 +436,7 @@ func runRemoveEtcdMember(ctx context.Context, d *Data) error {
 	}
 	if name := rec.Name; name != "" {
 		d.logf("[reset] Stopping the kubelet")
-		if err := daemon.StopComponent(ctx, d.FS, component.Kubelet, time.Minute); err != nil {
+		if err := daemon.NewClient(d.FS).StopComponent(ctx, component.Kubelet, time.Minute); err != nil {
 			return err
 		}
 		d.deleteNode(ctx, name, kubeconfig.AdminPath)
@@ -447,7 +447,7 @@ func runRemoveEtcdMember(ctx context.Context, d *Data) error {
 	// the daemon's stop timeout.
 	d.logf("[reset] Stopping the control plane components")
 	for _, c := range []string{component.ControllerManager, component.Scheduler, component.APIServer} {
-		if err := daemon.StopComponent(ctx, d.FS, c, time.Minute); err != nil {
+		if err := daemon.NewClient(d.FS).StopComponent(ctx, c, time.Minute); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,215 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/pkg/cpugroup"
+	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/pkg/supervisor"
+)
+
+// runDaemon runs a daemon of a new root with the given specs until the
+// test ends, its CPU groups in a directory of the test's.
+func runDaemon(t *testing.T, noAPI bool, specs ...component.Spec) fsys.FS {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("the daemon's API answers root only")
+	}
+	old := cpugroup.Root
+	cpugroup.Root = t.TempDir()
+	t.Cleanup(func() { cpugroup.Root = old })
+	fs := fsys.NewRoot(t.TempDir())
+	for _, s := range specs {
+		if err := (component.Store{FS: fs}).Write(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := New(fs, "/bin/false", io.Discard, nil)
+	d.noAPI = noAPI
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := d.Run(ctx); err != nil {
+			t.Errorf("daemon: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	deadline := time.Now().Add(10 * time.Second)
+	for Running(fs) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the daemon did not write its pid within 10s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fs
+}
+
+func sleeper(name string) component.Spec {
+	return component.Spec{Name: name, Exec: "/bin/sleep", Args: []string{"300"}}
+}
+
+func statusOf(t *testing.T, c *Client, name string) supervisor.Status {
+	t.Helper()
+	r, err := c.Status(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(r.Components, func(s supervisor.Status) bool { return s.Name == name })
+	if i < 0 {
+		t.Fatalf("no %s in the status: %+v", name, r.Components)
+	}
+	return r.Components[i]
+}
+
+// Each operation of the API answers once it is done, as the status then
+// shows, and the socket is root's alone.
+func TestAPI(t *testing.T) {
+	fs := runDaemon(t, false, sleeper("a"), sleeper("b"))
+	ctx := context.Background()
+	st, err := os.Stat(fs.Path(SocketFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("the socket's mode is %v, want 0600", st.Mode().Perm())
+	}
+	c := NewClient(fs)
+
+	// A watch sees every change from here on.
+	wctx, stopWatch := context.WithCancel(ctx)
+	var seen []string
+	var seenMu sync.Mutex
+	watched := make(chan error, 1)
+	go func() {
+		watched <- c.Watch(wctx, func(r StatusReport) bool {
+			seenMu.Lock()
+			defer seenMu.Unlock()
+			for _, s := range r.Components {
+				seen = append(seen, s.Name+"="+s.State)
+			}
+			return true
+		})
+	}()
+
+	// Restart: answered once a new process runs.
+	before := statusOf(t, c, "a")
+	for before.PID == 0 || !before.Ready {
+		time.Sleep(20 * time.Millisecond)
+		before = statusOf(t, c, "a")
+	}
+	if err := c.Restart(ctx, "a", "a test", true, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if after := statusOf(t, c, "a"); after.PID == before.PID || after.PID == 0 || !after.Ready || after.Restarts != before.Restarts+1 {
+		t.Errorf("after the restart a is %+v, before %+v", after, before)
+	}
+
+	// Swap and restore.
+	if err := c.Swap(ctx, "b", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if s := statusOf(t, c, "b"); s.State != StateSwapped {
+		t.Errorf("after the swap b is %+v", s)
+	}
+	if _, err := os.Stat(fs.Path(filepath.Join(SwapDir, "b"))); err != nil {
+		t.Errorf("the swap is not recorded on disk: %v", err)
+	}
+	if err := c.Restore(ctx, "b", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if s := statusOf(t, c, "b"); s.State == StateSwapped || !s.Ready {
+		t.Errorf("after the restore b is %+v", s)
+	}
+	if err := c.Restore(ctx, "b", 30*time.Second); err == nil || !strings.Contains(err.Error(), "not swapped out") {
+		t.Errorf("a second restore: %v, want that b is not swapped out", err)
+	}
+
+	// A new spec: answered once the new process runs.
+	sp := sleeper("b")
+	sp.Args = []string{"301"}
+	if err := c.ReplaceSpec(ctx, sp, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(statusOf(t, c, "b").PID), "cmdline")); !strings.Contains(string(cmdline), "301") {
+		t.Errorf("b runs %q after the new spec", cmdline)
+	}
+
+	// Stop one for good.
+	if err := c.StopComponent(ctx, "a", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := c.Status(ctx)
+	if slices.ContainsFunc(r.Components, func(s supervisor.Status) bool { return s.Name == "a" }) {
+		t.Errorf("a still in the status after it stopped: %+v", r.Components)
+	}
+
+	// Errors say what is wrong.
+	if err := c.Restart(ctx, "nope", "", false, time.Second); err == nil || !strings.Contains(err.Error(), `no component "nope"`) {
+		t.Errorf("restart of an unknown component: %v", err)
+	}
+	if err := c.Restore(ctx, "a", time.Second); err == nil || !strings.Contains(err.Error(), "not swapped out") {
+		t.Errorf("restore of a component not swapped: %v", err)
+	}
+	if err := c.call(ctx, "POST", "/components/b/restart", timeoutQuery(time.Second), "not a body", nil); err == nil || !strings.Contains(err.Error(), "restart:") {
+		t.Errorf("a malformed restart: %v", err)
+	}
+
+	stopWatch()
+	if err := <-watched; err != nil {
+		t.Errorf("watch: %v", err)
+	}
+	seenMu.Lock()
+	defer seenMu.Unlock()
+	for _, want := range []string{"a=" + supervisor.StateRunning, "b=" + StateSwapped, "b=" + supervisor.StateRunning} {
+		if !slices.Contains(seen, want) {
+			t.Errorf("the watch never saw %s (saw %v)", want, seen)
+		}
+	}
+}
+
+// A daemon of a release before the API (no socket, which a daemon that
+// has one makes before it writes its pid) still takes the new specs an
+// upgrade hands it, and reset's stops; what it cannot do is refused with
+// what to do.
+func TestClientOfADaemonBeforeTheAPI(t *testing.T) {
+	fs := runDaemon(t, true, sleeper("a"), sleeper("b"))
+	ctx := context.Background()
+	c := NewClient(fs)
+	if m, _ := c.mode(); m != legacy {
+		t.Fatalf("mode %v, want legacy", m)
+	}
+	sp := sleeper("a")
+	sp.Args = []string{"302"}
+	if err := c.ReplaceSpec(ctx, sp, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(statusOf(t, c, "a").PID), "cmdline")); !strings.Contains(string(cmdline), "302") {
+		t.Errorf("a runs %q after the new spec", cmdline)
+	}
+	if err := c.StopComponent(ctx, "b", 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Swap(ctx, "a", time.Second); err == nil || !strings.Contains(err.Error(), "predates its API") {
+		t.Errorf("swap on an old daemon: %v", err)
+	}
+}
+
+// A root whose socket path would be too long is refused with what to do.
+func TestListenRefusesALongPath(t *testing.T) {
+	_, err := listen("/" + strings.Repeat("x", maxSocketPath))
+	if err == nil || !strings.Contains(err.Error(), "shorter --root") {
+		t.Fatalf("listen: %v", err)
+	}
+}
