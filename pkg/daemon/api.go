@@ -18,8 +18,9 @@ import (
 )
 
 // SocketFile is the daemon's API: HTTP with JSON bodies on a unix socket,
-// mode 0600, answering root only (the peer's credentials are checked on
-// every connection). Every request answers once what it asked for is
+// mode 0600, answering root and the daemon's own user only (the peer's
+// credentials are checked on every connection; `dev up` runs a daemon as
+// an unprivileged user). Every request answers once what it asked for is
 // done, or failed, or its timeout passed; Client is its typed client.
 //
 //	GET    /v1/status[?watch=true]          StatusReport; with watch, one per line at each change
@@ -106,9 +107,9 @@ func (d *Daemon) serve(ctx context.Context, l net.Listener) {
 
 type peerKey struct{}
 
-// rootOnly records whether the peer of a connection is root; handlers
-// refuse the others. The socket's mode already keeps them out: this holds
-// when someone loosens it.
+// rootOnly records whether the peer of a connection is root or the
+// daemon's own user; handlers refuse the others. The socket's mode
+// already keeps them out: this holds when someone loosens it.
 func rootOnly(ctx context.Context, c net.Conn) context.Context {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
@@ -122,7 +123,7 @@ func rootOnly(ctx context.Context, c net.Conn) context.Context {
 	raw.Control(func(fd uintptr) {
 		cred, _ = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
 	})
-	return context.WithValue(ctx, peerKey{}, cred != nil && cred.Uid == 0)
+	return context.WithValue(ctx, peerKey{}, cred != nil && (cred.Uid == 0 || int(cred.Uid) == os.Geteuid()))
 }
 
 func isRoot(r *http.Request) bool {
@@ -163,7 +164,7 @@ func answer(w http.ResponseWriter, out any, err error) {
 func (d *Daemon) waiting(op func(ctx context.Context, name string, r *http.Request, timeout time.Duration) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !isRoot(r) {
-			answer(w, nil, statusError{http.StatusForbidden, errors.New("the kubeboot daemon answers root only")})
+			answer(w, nil, statusError{http.StatusForbidden, errors.New("the kubeboot daemon answers root and its own user only")})
 			return
 		}
 		timeout := defaultTimeout
@@ -186,7 +187,7 @@ func (d *Daemon) waiting(op func(ctx context.Context, name string, r *http.Reque
 // client goes.
 func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 	if !isRoot(r) {
-		answer(w, nil, statusError{http.StatusForbidden, errors.New("the kubeboot daemon answers root only")})
+		answer(w, nil, statusError{http.StatusForbidden, errors.New("the kubeboot daemon answers root and its own user only")})
 		return
 	}
 	if r.URL.Query().Get("watch") != "true" {
