@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -74,6 +75,10 @@ func listen(file string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the kubeboot daemon's socket: %w", err)
 	}
+	// The file goes when the daemon lets its pid file go, not when the
+	// server closes at the start of the stop: a daemon that holds its pid
+	// without a socket would pass for one of before the API.
+	l.(*net.UnixListener).SetUnlinkOnClose(false)
 	return l, nil
 }
 
@@ -82,6 +87,10 @@ func (d *Daemon) serve(ctx context.Context, l net.Listener) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+apiVersion+"/status", d.handleStatus)
 	mux.HandleFunc("POST "+apiVersion+"/reload", func(w http.ResponseWriter, r *http.Request) {
+		if !isRoot(r) {
+			answer(w, nil, errForbidden)
+			return
+		}
 		d.look()
 		answer(w, nil, nil)
 	})
@@ -106,6 +115,8 @@ func (d *Daemon) serve(ctx context.Context, l net.Listener) {
 }
 
 type peerKey struct{}
+
+var errForbidden = statusError{http.StatusForbidden, errors.New("the kubeboot daemon answers root and its own user only")}
 
 // rootOnly records whether the peer of a connection is root or the
 // daemon's own user; handlers refuse the others. The socket's mode
@@ -164,7 +175,7 @@ func answer(w http.ResponseWriter, out any, err error) {
 func (d *Daemon) waiting(op func(ctx context.Context, name string, r *http.Request, timeout time.Duration) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !isRoot(r) {
-			answer(w, nil, statusError{http.StatusForbidden, errors.New("the kubeboot daemon answers root and its own user only")})
+			answer(w, nil, errForbidden)
 			return
 		}
 		timeout := defaultTimeout
@@ -176,9 +187,14 @@ func (d *Daemon) waiting(op func(ctx context.Context, name string, r *http.Reque
 			}
 			timeout = v
 		}
+		name := r.PathValue("name")
+		if !validName(name) {
+			answer(w, nil, statusError{http.StatusBadRequest, fmt.Errorf("%q is not a component's name", name)})
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
-		answer(w, nil, op(ctx, r.PathValue("name"), r, timeout))
+		answer(w, nil, op(ctx, name, r, timeout))
 	}
 }
 
@@ -187,7 +203,7 @@ func (d *Daemon) waiting(op func(ctx context.Context, name string, r *http.Reque
 // client goes.
 func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 	if !isRoot(r) {
-		answer(w, nil, statusError{http.StatusForbidden, errors.New("the kubeboot daemon answers root and its own user only")})
+		answer(w, nil, errForbidden)
 		return
 	}
 	if r.URL.Query().Get("watch") != "true" {
@@ -220,6 +236,12 @@ func (d *Daemon) handleStatus(w http.ResponseWriter, r *http.Request) {
 		case <-changed:
 		}
 	}
+}
+
+// validName is a name that is one path element (the swap record and the
+// spec are files named after it).
+func validName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsAny(name, "/\\\x00")
 }
 
 // known fails, with 404, when this node has no spec named name.

@@ -21,6 +21,13 @@ import (
 // runDaemon runs a daemon of a new root with the given specs until the
 // test ends, its CPU groups in a directory of the test's.
 func runDaemon(t *testing.T, noAPI bool, specs ...component.Spec) fsys.FS {
+	fs, _ := startDaemon(t, noAPI, specs...)
+	return fs
+}
+
+// startDaemon is runDaemon that also returns what stops the daemon and
+// waits until its Run returned.
+func startDaemon(t *testing.T, noAPI bool, specs ...component.Spec) (fsys.FS, func()) {
 	t.Helper()
 	old := cpugroup.Root
 	cpugroup.Root = t.TempDir()
@@ -42,7 +49,8 @@ func runDaemon(t *testing.T, noAPI bool, specs ...component.Spec) fsys.FS {
 			t.Errorf("daemon: %v", err)
 		}
 	}()
-	t.Cleanup(func() { cancel(); wg.Wait() })
+	stop := func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
 	deadline := time.Now().Add(10 * time.Second)
 	for Running(fs) == 0 {
 		if time.Now().After(deadline) {
@@ -50,7 +58,7 @@ func runDaemon(t *testing.T, noAPI bool, specs ...component.Spec) fsys.FS {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return fs
+	return fs, stop
 }
 
 func sleeper(name string) component.Spec {
@@ -163,6 +171,10 @@ func TestAPI(t *testing.T) {
 		t.Errorf("a malformed restart: %v", err)
 	}
 
+	if err := c.call(ctx, "POST", "/components/..%2Fswapped%2Fb/restore", nil, nil, nil); err == nil || !strings.Contains(err.Error(), "not a component's name") {
+		t.Errorf("a name with a slash: %v", err)
+	}
+
 	stopWatch()
 	if err := <-watched; err != nil {
 		t.Errorf("watch: %v", err)
@@ -208,5 +220,42 @@ func TestListenRefusesALongPath(t *testing.T) {
 	_, err := listen("/" + strings.Repeat("x", maxSocketPath))
 	if err == nil || !strings.Contains(err.Error(), "shorter --root") {
 		t.Fatalf("listen: %v", err)
+	}
+}
+
+// While the daemon stops its components it holds its pid and its socket
+// file (the server is closed): a client is told it stops, and never takes
+// it for a daemon of before the API. The socket goes with the pid.
+func TestClientOfAStoppingDaemon(t *testing.T) {
+	slow := component.Spec{Name: "slow", Exec: "/bin/sh", Args: []string{"-c", `trap "sleep 1; exit 0" TERM; while :; do sleep 0.1; done`}}
+	fs, stop := startDaemon(t, false, slow)
+	c := NewClient(fs)
+	for statusOf(t, c, "slow").PID == 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	stopped := make(chan struct{})
+	go func() { stop(); close(stopped) }()
+	var told error
+	for {
+		select {
+		case <-stopped:
+			if _, err := os.Stat(fs.Path(SocketFile)); !os.IsNotExist(err) {
+				t.Errorf("the socket outlives the daemon: %v", err)
+			}
+			if told == nil || !strings.Contains(told.Error(), "stopping") {
+				t.Errorf("while the daemon stopped a client was told %v, want that it stops", told)
+			}
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+		m, pid := c.mode()
+		if pid != 0 && m != api {
+			t.Fatalf("the stopping daemon (pid %d) passes for mode %v", pid, m)
+		}
+		if pid != 0 {
+			if err := c.Reload(context.Background()); err != nil {
+				told = err
+			}
+		}
 	}
 }

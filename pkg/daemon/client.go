@@ -99,8 +99,11 @@ func (c *Client) call(ctx context.Context, method, p string, q url.Values, in, o
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return ctx.Err()
+		case errors.Is(err, syscall.ECONNREFUSED):
+			return fmt.Errorf("the kubeboot daemon does not answer on %s: it is stopping (its log: %s)", c.fs.Path(SocketFile), c.fs.Path(LogFile))
 		}
 		return fmt.Errorf("the kubeboot daemon's API (%s): %w", c.fs.Path(SocketFile), err)
 	}
@@ -108,9 +111,9 @@ func (c *Client) call(ctx context.Context, method, p string, q url.Values, in, o
 	if resp.StatusCode/100 != 2 {
 		var e apiError
 		if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Error != "" {
-			return errors.New(e.Error)
+			return statusError{resp.StatusCode, errors.New(e.Error)}
 		}
-		return fmt.Errorf("the kubeboot daemon answered %s to %s %s", resp.Status, method, p)
+		return statusError{resp.StatusCode, fmt.Errorf("the kubeboot daemon answered %s to %s %s", resp.Status, method, p)}
 	}
 	if out == nil {
 		return nil
@@ -139,6 +142,12 @@ func (c *Client) Status(ctx context.Context) (*StatusReport, error) {
 	}
 	var r StatusReport
 	if err := c.call(ctx, http.MethodGet, "/status", nil, nil, &r); err != nil {
+		// A user the API does not answer reads the status file, as
+		// anyone could before the API.
+		var se statusError
+		if errors.Is(err, syscall.EACCES) || errors.As(err, &se) && se.code == http.StatusForbidden {
+			return ReadStatus(c.fs)
+		}
 		return nil, err
 	}
 	return &r, nil

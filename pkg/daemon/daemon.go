@@ -117,6 +117,12 @@ func lock(fs fsys.FS) (*os.File, error) {
 		f.Close()
 		return nil, fmt.Errorf("another kubeboot daemon runs for %s (pid file %s is locked)", fs.Path("/"), fs.Path(PidFile))
 	}
+	// A dead daemon's pid goes at once: until this one writes its own, the
+	// file names none.
+	if err := f.Truncate(0); err != nil {
+		f.Close()
+		return nil, err
+	}
 	return f, nil
 }
 
@@ -164,8 +170,10 @@ type Daemon struct {
 	// reads, and the status file.
 	statusMu sync.Mutex
 	swapped  map[string]time.Time
-	// lookMu makes one look at a time: the main loop's and the API's.
-	lookMu sync.Mutex
+	// lookMu makes one look at a time: the main loop's and the API's;
+	// stopping, once set, makes looks do nothing.
+	lookMu   sync.Mutex
+	stopping bool
 	// changed is closed, and replaced, at every change of status: what
 	// waits for one (the API's waits and watches) selects on it.
 	changedMu sync.Mutex
@@ -260,6 +268,11 @@ func (d *Daemon) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			d.logf("stopping every component")
 			stopRestarts()
+			// A request in flight applies nothing from here on: it would
+			// start again what Stop stops.
+			d.lookMu.Lock()
+			d.stopping = true
+			d.lookMu.Unlock()
 			d.sup.Stop()
 			d.writeStatus()
 			d.logf("kubeboot daemon stopped")
@@ -339,6 +352,9 @@ func (d *Daemon) changed() {
 func (d *Daemon) look() {
 	d.lookMu.Lock()
 	defer d.lookMu.Unlock()
+	if d.stopping {
+		return
+	}
 	d.reload()
 	d.restarts.check(d.running)
 }
@@ -411,7 +427,9 @@ func ReadStatus(fs fsys.FS) (*StatusReport, error) {
 // it.
 func Start(fs fsys.FS, exe string) (pid int, started bool, err error) {
 	if pid := Running(fs); pid != 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		// The daemon answers once it applied what changed, which may
+		// stop a component whose spec changed first.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		if err := NewClient(fs).Reload(ctx); err != nil {
 			return 0, false, err
