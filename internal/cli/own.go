@@ -15,13 +15,13 @@ import (
 func newOwnComponentCommands(g *GlobalFlags, s Streams) []*cobra.Command {
 	var cmds []*cobra.Command
 	for _, d := range component.Table {
-		if !d.InDaemon {
+		if d.Own == nil {
 			continue
 		}
 		name := d.Name
 		cmds = append(cmds, &cobra.Command{
 			Use:    name,
-			Short:  d.Does + " (the node daemon runs it, from " + component.SpecPath(name) + ")",
+			Short:  d.Own.Does + " (the node daemon runs it, from " + component.SpecPath(name) + ")",
 			Hidden: true,
 			Args:   cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {

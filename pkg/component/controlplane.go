@@ -291,7 +291,7 @@ func (r Renderer) ServesTLSBootstrap() bool {
 // identity: it completes the controller-manager's CSR controllers.
 func (r Renderer) CSRApproverSpec() Spec {
 	conf := r.kubeconfig("controller-manager.conf")
-	sp := r.own(CSRApprover, Own{CSRApprover: &CSRApproverConfig{Kubeconfig: conf}})
+	sp := r.own(CSRApprover, &CSRApproverConfig{Kubeconfig: conf})
 	sp.After = []string{APIServer}
 	sp.RestartOn = []string{conf}
 	return sp

@@ -34,14 +34,14 @@ func (r Renderer) CertRenewerSpec() Spec {
 	if renewBefore == 0 {
 		renewBefore = config.DefaultCertificateRenewBefore
 	}
-	return r.own(CertRenewer, Own{CertRenewer: &CertRenewerConfig{Issue: r.issue(), RenewBefore: metav1.Duration{Duration: renewBefore}}})
+	return r.own(CertRenewer, &CertRenewerConfig{Issue: r.issue(), RenewBefore: metav1.Duration{Duration: renewBefore}})
 }
 
 // own renders one of kubeboot's own components: its typed configuration,
 // and the command that runs it by hand (`kubeboot --root R NAME` reads
 // the spec).
-func (r Renderer) own(name string, o Own) Spec {
-	return Spec{Name: name, Args: []string{"--root", r.root(), name}, Own: &o}
+func (r Renderer) own(name string, c OwnConfig) Spec {
+	return Spec{Name: name, Args: []string{"--root", r.root(), name}, Own: &Own{Config: c}}
 }
 
 // issue is how kubeboot's components re-issue the node's certificates:
@@ -69,13 +69,13 @@ func (r Renderer) EtcdSnapshotterSpec() Spec {
 	if dir == "" {
 		dir = config.DefaultEtcdSnapshotDir
 	}
-	sp := r.own(EtcdSnapshotter, Own{EtcdSnapshotter: &EtcdSnapshotterConfig{
+	sp := r.own(EtcdSnapshotter, &EtcdSnapshotterConfig{
 		NodeName: r.Cfg.Init.NodeRegistration.Name,
 		CertDir:  r.Cfg.Cluster.CertificatesDir,
 		Interval: metav1.Duration{Duration: l.EtcdSnapshotInterval},
 		Keep:     l.EtcdSnapshotKeep,
 		Dir:      dir,
-	}})
+	})
 	sp.After = []string{APIServer}
 	return sp
 }
@@ -89,7 +89,7 @@ const ManifestApplier = "manifest-applier"
 // and waits for it.
 func (r Renderer) ManifestApplierSpec() Spec {
 	conf := r.kubeconfig("admin.conf")
-	sp := r.own(ManifestApplier, Own{ManifestApplier: &ManifestApplierConfig{NodeName: r.Cfg.Init.NodeRegistration.Name, Kubeconfig: conf}})
+	sp := r.own(ManifestApplier, &ManifestApplierConfig{NodeName: r.Cfg.Init.NodeRegistration.Name, Kubeconfig: conf})
 	sp.After = []string{APIServer}
 	sp.RestartOn = []string{conf}
 	return sp
@@ -103,7 +103,7 @@ const StorageScaler = "storage-scaler"
 // provisioner, as the administrator (admin.conf).
 func (r Renderer) StorageScalerSpec() Spec {
 	conf := r.kubeconfig("admin.conf")
-	sp := r.own(StorageScaler, Own{StorageScaler: &StorageScalerConfig{Kubeconfig: conf}})
+	sp := r.own(StorageScaler, &StorageScalerConfig{Kubeconfig: conf})
 	sp.After = []string{APIServer}
 	sp.RestartOn = []string{conf}
 	return sp

@@ -102,7 +102,7 @@ func (r Renderer) KubeletSpec() Spec {
 // kubelet has its certificate. On a control plane it re-issues the
 // certificates the CA signs, as the cert-renewer does.
 func (r Renderer) CAAgentSpec() Spec {
-	return r.own(CAAgent, Own{CAAgent: &CAAgentConfig{NodeName: r.Cfg.Init.NodeRegistration.Name, Issue: r.issue()}})
+	return r.own(CAAgent, &CAAgentConfig{NodeName: r.Cfg.Init.NodeRegistration.Name, Issue: r.issue()})
 }
 
 // KubeProxySpec renders kube-proxy, run on the host. On a control-plane
@@ -129,8 +129,8 @@ func (r Renderer) KubeProxySpec() Spec {
 // node's own identity), once the kubelet's TLS bootstrap has made it.
 func (r Renderer) APIServerLBSpec(seed string) Spec {
 	listen := fmt.Sprintf("127.0.0.1:%d", apilb.Port)
-	sp := r.own(APIServerLB, Own{APIServerLB: &APIServerLBConfig{Listen: listen, Seed: seed,
-		CAFile: r.FS.Path(path.Join(r.Cfg.Cluster.CertificatesDir, "ca.crt")), Kubeconfig: r.FS.Path(node.KubeProxyConf)}})
+	sp := r.own(APIServerLB, &APIServerLBConfig{Listen: listen, Seed: seed,
+		CAFile: r.FS.Path(path.Join(r.Cfg.Cluster.CertificatesDir, "ca.crt")), Kubeconfig: r.FS.Path(node.KubeProxyConf)})
 	// Ready once it listens: the kubelet must start even when no API
 	// server answers yet (after a reboot, say).
 	sp.Probe = Probe{TCP: listen}

@@ -1,10 +1,15 @@
 package component
 
 import (
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,18 +17,81 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/config"
 )
 
-// Own is the typed configuration of one of kubeboot's own components (the
-// ones the node daemon runs in its own process, InDaemon), which the
-// component's spec carries. Exactly one field is set, the one of the
-// spec's component; package service runs it.
-type Own struct {
-	CertRenewer     *CertRenewerConfig     `json:"certRenewer,omitempty"`
-	EtcdSnapshotter *EtcdSnapshotterConfig `json:"etcdSnapshotter,omitempty"`
-	CAAgent         *CAAgentConfig         `json:"caAgent,omitempty"`
-	CSRApprover     *CSRApproverConfig     `json:"csrApprover,omitempty"`
-	APIServerLB     *APIServerLBConfig     `json:"apiServerLB,omitempty"`
-	ManifestApplier *ManifestApplierConfig `json:"manifestApplier,omitempty"`
-	StorageScaler   *StorageScalerConfig   `json:"storageScaler,omitempty"`
+// OwnConfig is the typed configuration of one of kubeboot's own
+// components (the ones the node daemon runs in its own process, InDaemon),
+// which the component's spec carries in Own; package service runs it. Its
+// type is declared once, in the component's Table entry (OwnKind).
+type OwnConfig interface {
+	// Validate tells what the component cannot run without.
+	Validate() error
+}
+
+// Own carries the configuration of one own component. In a spec's JSON it
+// is an object with one member, named by the component's OwnKind.Key
+// ({"certRenewer": {...}}), as when Own was a struct of one pointer per
+// component.
+type Own struct{ Config OwnConfig }
+
+// OwnOf is the configuration of type T that o carries, or T's zero value
+// (nil) when o is nil or carries another.
+func OwnOf[T OwnConfig](o *Own) T {
+	var zero T
+	if o == nil {
+		return zero
+	}
+	c, ok := o.Config.(T)
+	if !ok {
+		return zero
+	}
+	return c
+}
+
+// ownKind is the declaration of the own component whose configuration has
+// c's type.
+func ownKind(c OwnConfig) (Declared, bool) {
+	t := reflect.TypeOf(c)
+	for _, d := range Table {
+		if d.Own != nil && reflect.TypeOf(d.Own.New()) == t {
+			return d, true
+		}
+	}
+	return Declared{}, false
+}
+
+// MarshalJSON writes {"<key>": config}.
+func (o Own) MarshalJSON() ([]byte, error) {
+	if o.Config == nil {
+		return []byte("{}"), nil
+	}
+	d, ok := ownKind(o.Config)
+	if !ok {
+		return nil, fmt.Errorf("%T is no own component's configuration", o.Config)
+	}
+	return json.Marshal(map[string]OwnConfig{d.Own.Key: o.Config})
+}
+
+// UnmarshalJSON reads {"<key>": config} into the type declared for key.
+func (o *Own) UnmarshalJSON(b []byte) error {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(b, &members); err != nil {
+		return err
+	}
+	o.Config = nil
+	if len(members) > 1 {
+		return fmt.Errorf("an own component's configuration has one member, not %d (%s)", len(members), strings.Join(slices.Sorted(maps.Keys(members)), ", "))
+	}
+	for key, raw := range members {
+		i := slices.IndexFunc(Table, func(d Declared) bool { return d.Own != nil && d.Own.Key == key })
+		if i < 0 {
+			return fmt.Errorf("%q is no own component's configuration", key)
+		}
+		c := Table[i].Own.New()
+		if err := json.Unmarshal(raw, c); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		o.Config = c
+	}
+	return nil
 }
 
 // Issue is how a component re-issues the node's certificates: where they
@@ -101,58 +169,80 @@ type StorageScalerConfig struct {
 	Kubeconfig string `json:"kubeconfig"`
 }
 
-// Validate checks that exactly the field of component name is set, with
+// Validate checks that o carries the configuration of component name, with
 // what it cannot run without.
 func (o *Own) Validate(name string) error {
-	if o == nil {
+	if o == nil || o.Config == nil {
 		return fmt.Errorf("the %s spec carries no configuration", name)
 	}
-	set := map[string]bool{CertRenewer: o.CertRenewer != nil, EtcdSnapshotter: o.EtcdSnapshotter != nil, CAAgent: o.CAAgent != nil,
-		CSRApprover: o.CSRApprover != nil, APIServerLB: o.APIServerLB != nil,
-		ManifestApplier: o.ManifestApplier != nil, StorageScaler: o.StorageScaler != nil}
-	for n, ok := range set {
-		if ok != (n == name) {
-			return fmt.Errorf("the %s spec must carry the configuration of %s only", name, name)
-		}
+	if d, ok := ownKind(o.Config); !ok || d.Name != name {
+		return fmt.Errorf("the %s spec must carry the configuration of %s only", name, name)
 	}
-	var missing string
-	switch name {
-	case CertRenewer:
-		if o.CertRenewer.Validity.Duration <= 0 {
-			return fmt.Errorf("%s: validity must be positive", name)
-		}
-	case CAAgent:
-		if o.CAAgent.NodeName == "" {
-			missing = "nodeName"
-		} else if o.CAAgent.Validity.Duration <= 0 {
-			return fmt.Errorf("%s: validity must be positive", name)
-		}
-	case EtcdSnapshotter:
-		if o.EtcdSnapshotter.Interval.Duration <= 0 {
-			return fmt.Errorf("%s: interval must be positive", name)
-		}
-	case CSRApprover:
-		if o.CSRApprover.Kubeconfig == "" {
-			missing = "kubeconfig"
-		}
-	case APIServerLB:
-		if o.APIServerLB.Seed == "" || o.APIServerLB.CAFile == "" {
-			missing = "seed and caFile"
-		}
-	case ManifestApplier:
-		if o.ManifestApplier.NodeName == "" || o.ManifestApplier.Kubeconfig == "" {
-			missing = "nodeName and kubeconfig"
-		}
-	case StorageScaler:
-		if o.StorageScaler.Kubeconfig == "" {
-			missing = "kubeconfig"
-		}
-	}
-	if missing != "" {
-		return fmt.Errorf("%s: %s required", name, missing)
+	if err := o.Config.Validate(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
 }
+
+// Validate implements OwnConfig.
+func (c *CertRenewerConfig) Validate() error { return c.Issue.validate() }
+
+// Validate implements OwnConfig.
+func (c *CAAgentConfig) Validate() error {
+	if c.NodeName == "" {
+		return required("nodeName")
+	}
+	return c.Issue.validate()
+}
+
+// Validate implements OwnConfig.
+func (c *EtcdSnapshotterConfig) Validate() error {
+	if c.Interval.Duration <= 0 {
+		return errors.New("interval must be positive")
+	}
+	return nil
+}
+
+// Validate implements OwnConfig.
+func (c *CSRApproverConfig) Validate() error {
+	if c.Kubeconfig == "" {
+		return required("kubeconfig")
+	}
+	return nil
+}
+
+// Validate implements OwnConfig.
+func (c *APIServerLBConfig) Validate() error {
+	if c.Seed == "" || c.CAFile == "" {
+		return required("seed and caFile")
+	}
+	return nil
+}
+
+// Validate implements OwnConfig.
+func (c *ManifestApplierConfig) Validate() error {
+	if c.NodeName == "" || c.Kubeconfig == "" {
+		return required("nodeName and kubeconfig")
+	}
+	return nil
+}
+
+// Validate implements OwnConfig.
+func (c *StorageScalerConfig) Validate() error {
+	if c.Kubeconfig == "" {
+		return required("kubeconfig")
+	}
+	return nil
+}
+
+func (is Issue) validate() error {
+	if is.Validity.Duration <= 0 {
+		return errors.New("validity must be positive")
+	}
+	return nil
+}
+
+func required(what string) error { return fmt.Errorf("%s required", what) }
 
 // legacyOwn reads the configuration of one of kubeboot's own components
 // from the flags its spec carried before specs carried Own (a node made
@@ -174,13 +264,13 @@ func legacyOwn(name string, args []string) (*Own, error) {
 		fl.StringVar(&is.EncryptionAlgorithm, "encryption-algorithm", "RSA-2048", "")
 		duration(&is.Validity, "validity", 365*24*time.Hour)
 	}
-	o := &Own{}
+	var own OwnConfig
 	switch name {
 	case CertRenewer:
 		c := &CertRenewerConfig{}
 		issue(&c.Issue)
 		duration(&c.RenewBefore, "renew-before", config.DefaultCertificateRenewBefore)
-		o.CertRenewer = c
+		own = c
 	case EtcdSnapshotter:
 		c := &EtcdSnapshotterConfig{}
 		fl.StringVar(&c.NodeName, config.FlagNodeName, "", "")
@@ -188,26 +278,26 @@ func legacyOwn(name string, args []string) (*Own, error) {
 		duration(&c.Interval, "interval", config.DefaultEtcdSnapshotInterval)
 		fl.IntVar(&c.Keep, "keep", config.DefaultEtcdSnapshotKeep, "")
 		fl.StringVar(&c.Dir, "dir", config.DefaultEtcdSnapshotDir, "")
-		o.EtcdSnapshotter = c
+		own = c
 	case CAAgent:
 		c := &CAAgentConfig{}
 		fl.StringVar(&c.NodeName, config.FlagNodeName, "", "")
 		issue(&c.Issue)
-		o.CAAgent = c
+		own = c
 	case CSRApprover:
 		c := &CSRApproverConfig{}
 		fl.StringVar(&c.Kubeconfig, "kubeconfig", "", "")
-		o.CSRApprover = c
+		own = c
 	case APIServerLB:
 		c := &APIServerLBConfig{}
 		fl.StringVar(&c.Listen, "listen", "", "")
 		fl.StringVar(&c.Seed, "seed", "", "")
 		fl.StringVar(&c.CAFile, "ca-file", "", "")
 		fl.StringVar(&c.Kubeconfig, "kubeconfig", "", "")
-		o.APIServerLB = c
+		own = c
 	}
 	if err := fl.Parse(args[i+1:]); err != nil {
 		return nil, fmt.Errorf("the %s spec's flags: %w", name, err)
 	}
-	return o, nil
+	return &Own{Config: own}, nil
 }

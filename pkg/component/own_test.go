@@ -106,11 +106,14 @@ func TestOwnValidate(t *testing.T) {
 		err  string
 	}{
 		{CSRApprover, nil, "carries no configuration"},
-		{CSRApprover, &Own{APIServerLB: &APIServerLBConfig{Seed: "10.0.0.1:6443"}}, "must carry the configuration of csr-approver only"},
-		{APIServerLB, &Own{APIServerLB: &APIServerLBConfig{Seed: "10.0.0.1:6443"}}, "seed and caFile required"},
-		{CertRenewer, &Own{CertRenewer: &CertRenewerConfig{}}, "validity must be positive"},
-		{EtcdSnapshotter, &Own{EtcdSnapshotter: &EtcdSnapshotterConfig{}}, "interval must be positive"},
-		{CSRApprover, &Own{CSRApprover: &CSRApproverConfig{Kubeconfig: "/k"}}, ""},
+		{CSRApprover, &Own{}, "carries no configuration"},
+		{CSRApprover, &Own{Config: &APIServerLBConfig{Seed: "10.0.0.1:6443"}}, "must carry the configuration of csr-approver only"},
+		{Kubelet, &Own{Config: &CSRApproverConfig{Kubeconfig: "/k"}}, "must carry the configuration of kubelet only"},
+		{APIServerLB, &Own{Config: &APIServerLBConfig{Seed: "10.0.0.1:6443"}}, "apiserver-lb: seed and caFile required"},
+		{CertRenewer, &Own{Config: &CertRenewerConfig{}}, "validity must be positive"},
+		{CAAgent, &Own{Config: &CAAgentConfig{NodeName: "n"}}, "validity must be positive"},
+		{EtcdSnapshotter, &Own{Config: &EtcdSnapshotterConfig{}}, "interval must be positive"},
+		{CSRApprover, &Own{Config: &CSRApproverConfig{Kubeconfig: "/k"}}, ""},
 	} {
 		err := c.own.Validate(c.name)
 		if (err == nil) != (c.err == "") || (err != nil && !strings.Contains(err.Error(), c.err)) {
@@ -118,3 +121,62 @@ func TestOwnValidate(t *testing.T) {
 		}
 	}
 }
+
+// Each own component declares its configuration's type and JSON key once,
+// in the table; a spec's JSON is what it was when Own was a struct of one
+// pointer per component ({"<key>": {...}}), so specs written before read
+// back, and anything else is refused.
+func TestOwnJSON(t *testing.T) {
+	keys, types := map[string]bool{}, map[reflect.Type]bool{}
+	for _, d := range Table {
+		if d.Own == nil {
+			continue
+		}
+		c := d.Own.New()
+		if keys[d.Own.Key] || types[reflect.TypeOf(c)] || d.Own.Does == "" {
+			t.Errorf("%s: its key %q or type %T is another's, or it does nothing", d.Name, d.Own.Key, c)
+		}
+		keys[d.Own.Key], types[reflect.TypeOf(c)] = true, true
+		if k, ok := ownKind(c); !ok || k.Name != d.Name {
+			t.Errorf("%T is the configuration of %q, want %s", c, k.Name, d.Name)
+		}
+	}
+	// As a spec of an older kubeboot (with Own a struct) wrote it.
+	written := `{"name":"apiserver-lb","args":["--root","/","apiserver-lb"],"own":{"apiServerLB":{"listen":"127.0.0.1:6444","seed":"10.0.0.1:6443","caFile":"/etc/kubernetes/pki/ca.crt"}}}`
+	var spec Spec
+	if err := json.Unmarshal([]byte(written), &spec); err != nil {
+		t.Fatal(err)
+	}
+	lb := OwnOf[*APIServerLBConfig](spec.Own)
+	if lb == nil || lb.Seed != "10.0.0.1:6443" || lb.Listen != "127.0.0.1:6444" || OwnOf[*CAAgentConfig](spec.Own) != nil {
+		t.Fatalf("read %+v", spec.Own)
+	}
+	if err := spec.Own.Validate(APIServerLB); err != nil {
+		t.Error(err)
+	}
+	b, err := json.Marshal(spec.Own)
+	if err != nil || !strings.Contains(written, string(b)) {
+		t.Errorf("written back as %s (%v), want the member of %s", b, err, written)
+	}
+	for in, want := range map[string]string{
+		`{"nope":{}}`:                     `"nope" is no own component's configuration`,
+		`{"caAgent":{},"apiServerLB":{}}`: "one member, not 2 (apiServerLB, caAgent)",
+		`{"caAgent":{"nodeName":1}}`:      "caAgent: json: cannot unmarshal",
+		`[]`:                              "cannot unmarshal array",
+	} {
+		var o Own
+		if err := json.Unmarshal([]byte(in), &o); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", in, err, want)
+		}
+	}
+	if _, err := json.Marshal(Own{Config: otherConfig{}}); err == nil {
+		t.Error("a configuration no component declares: written")
+	}
+	if b, _ := json.Marshal(Own{}); string(b) != "{}" {
+		t.Errorf("an empty Own: %s", b)
+	}
+}
+
+type otherConfig struct{}
+
+func (otherConfig) Validate() error { return nil }

@@ -27,14 +27,30 @@ type Declared struct {
 	// Runs tells whether the configuration runs the component on a node of
 	// its role; nil means always.
 	Runs func(Renderer) bool
-	// InDaemon marks kubeboot's own components, which the node daemon runs
-	// in its own process from the typed configuration their spec carries
-	// (Own; package service runs them), and which `kubeboot NAME` runs by
-	// hand. They go with the daemon's binary: an upgrade does not replace
-	// them one by one.
-	InDaemon bool
-	// Does says what an own component does, for its command's help.
+	// Own declares one of kubeboot's own components, which the node daemon
+	// runs in its own process from the typed configuration their spec
+	// carries (package service runs them), and which `kubeboot NAME` runs
+	// by hand; nil for upstream's. They go with the daemon's binary: an
+	// upgrade does not replace them one by one.
+	Own *OwnKind
+}
+
+// OwnKind is what an own component declares beside its name and role.
+type OwnKind struct {
+	// Key names its configuration in a spec's JSON (Own).
+	Key string
+	// New is an empty configuration of its type.
+	New func() OwnConfig
+	// Does says what it does, for its command's help.
 	Does string
+}
+
+// own declares an own component whose configuration has type T.
+func own[T any, PT interface {
+	*T
+	OwnConfig
+}](key, does string) *OwnKind {
+	return &OwnKind{Key: key, Does: does, New: func() OwnConfig { return PT(new(T)) }}
 }
 
 // Table is every component, control plane first, in kubeadm's order.
@@ -44,29 +60,29 @@ var Table = []Declared{
 	{Name: ControllerManager, Role: RoleControlPlane, Render: Renderer.ControllerManager},
 	{Name: Scheduler, Role: RoleControlPlane, Render: Renderer.Scheduler},
 	{Name: CSRApprover, Role: RoleControlPlane, Render: Renderer.CSRApproverSpec, Runs: Renderer.ServesTLSBootstrap,
-		InDaemon: true, Does: "Approve the kubelets' serving certificates for known nodes"},
+		Own: own[CSRApproverConfig]("csrApprover", "Approve the kubelets' serving certificates for known nodes")},
 	{Name: CertRenewer, Role: RoleControlPlane, Render: Renderer.CertRenewerSpec,
-		InDaemon: true, Does: "Renew this control plane's certificates and kubeconfigs before they expire"},
+		Own: own[CertRenewerConfig]("certRenewer", "Renew this control plane's certificates and kubeconfigs before they expire")},
 	{Name: EtcdSnapshotter, Role: RoleControlPlane, Render: Renderer.EtcdSnapshotterSpec, Runs: Renderer.SnapshotsRun,
-		InDaemon: true, Does: "Save etcd snapshots with the cluster's keys on a schedule, keeping the newest"},
+		Own: own[EtcdSnapshotterConfig]("etcdSnapshotter", "Save etcd snapshots with the cluster's keys on a schedule, keeping the newest")},
 	{Name: ManifestApplier, Role: RoleControlPlane, Render: Renderer.ManifestApplierSpec,
-		InDaemon: true, Does: "Apply the manifests directory of this control plane to the cluster"},
+		Own: own[ManifestApplierConfig]("manifestApplier", "Apply the manifests directory of this control plane to the cluster")},
 	{Name: StorageScaler, Role: RoleControlPlane, Render: Renderer.StorageScalerSpec,
-		InDaemon: true, Does: "Run the storage add-on's provisioner only while claims or volumes of its class exist"},
+		Own: own[StorageScalerConfig]("storageScaler", "Run the storage add-on's provisioner only while claims or volumes of its class exist")},
 	{Name: Containerd, Role: RoleNode, Runs: Renderer.ManagedContainerd},
 	{Name: Kubelet, Role: RoleNode, Render: Renderer.KubeletSpec},
 	{Name: KubeProxy, Role: RoleNode, Render: Renderer.KubeProxySpec},
 	{Name: Flannel, Role: RoleNode, Render: Renderer.FlannelSpec, Runs: Renderer.RunsFlannel},
 	{Name: KubeRouter, Role: RoleNode, Render: Renderer.KubeRouterSpec, Runs: Renderer.RunsNetworkPolicy},
 	{Name: CAAgent, Role: RoleNode, Render: Renderer.CAAgentSpec,
-		InDaemon: true, Does: "Follow rotations of the cluster CA on this node"},
+		Own: own[CAAgentConfig]("caAgent", "Follow rotations of the cluster CA on this node")},
 	{Name: APIServerLB, Role: RoleNode,
-		InDaemon: true, Does: "Run the node-local API server load balancer"},
+		Own: own[APIServerLBConfig]("apiServerLB", "Run the node-local API server load balancer")},
 }
 
 // InDaemon are kubeboot's own components (Declared.InDaemon), in the
 // table's order.
-var InDaemon = names(func(d Declared) bool { return d.InDaemon })
+var InDaemon = names(func(d Declared) bool { return d.Own != nil })
 
 // IsInDaemon reports whether the daemon runs name in its own process.
 func IsInDaemon(name string) bool { return slices.Contains(InDaemon, name) }

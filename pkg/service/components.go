@@ -26,24 +26,22 @@ import (
 // New makes the service of one of kubeboot's own components of the node
 // under fs from its spec, logging with logf.
 func New(fs fsys.FS, spec component.Spec, logf func(format string, args ...any)) (*Service, error) {
-	o := spec.Own
-	if err := o.Validate(spec.Name); err != nil {
-		return nil, err
+	var own component.OwnConfig
+	if spec.Own != nil {
+		own = spec.Own.Config
 	}
 	var start func(ctx context.Context) (func(context.Context, func()) error, error)
-	switch {
-	case o.CertRenewer != nil:
-		c := o.CertRenewer
+	switch c := own.(type) {
+	case *component.CertRenewerConfig:
 		start = func(context.Context) (func(context.Context, func()) error, error) {
 			r := renewal.New(fs, c.CertDir, c.EncryptionAlgorithm, c.Validity.Duration, c.RenewBefore.Duration, logf)
 			return readyAtOnce(r.Run), nil
 		}
-	case o.EtcdSnapshotter != nil:
-		start = etcdSnapshotter(fs, o.EtcdSnapshotter, logf)
-	case o.CAAgent != nil:
-		start = caAgent(fs, o.CAAgent, logf)
-	case o.CSRApprover != nil:
-		c := o.CSRApprover
+	case *component.EtcdSnapshotterConfig:
+		start = etcdSnapshotter(fs, c, logf)
+	case *component.CAAgentConfig:
+		start = caAgent(fs, c, logf)
+	case *component.CSRApproverConfig:
 		start = func(context.Context) (func(context.Context, func()) error, error) {
 			client, _, err := apiclient.FromKubeconfig(c.Kubeconfig, "")
 			if err != nil {
@@ -52,10 +50,9 @@ func New(fs fsys.FS, spec component.Spec, logf func(format string, args ...any))
 			a := &csrapprover.Approver{Client: client, Logf: logf}
 			return readyAtOnce(a.Run), nil
 		}
-	case o.APIServerLB != nil:
-		start = apiServerLB(fs, o.APIServerLB, logf)
-	case o.ManifestApplier != nil:
-		c := o.ManifestApplier
+	case *component.APIServerLBConfig:
+		start = apiServerLB(fs, c, logf)
+	case *component.ManifestApplierConfig:
 		start = func(context.Context) (func(context.Context, func()) error, error) {
 			_, rc, err := apiclient.FromKubeconfig(c.Kubeconfig, "")
 			if err != nil {
@@ -68,8 +65,7 @@ func New(fs fsys.FS, spec component.Spec, logf func(format string, args ...any))
 			a := &manifests.Applier{FS: fs, Target: t, Logf: logf}
 			return readyAtOnce(a.Run), nil
 		}
-	case o.StorageScaler != nil:
-		c := o.StorageScaler
+	case *component.StorageScalerConfig:
 		start = func(context.Context) (func(context.Context, func()) error, error) {
 			client, _, err := apiclient.FromKubeconfig(c.Kubeconfig, "")
 			if err != nil {
@@ -78,6 +74,13 @@ func New(fs fsys.FS, spec component.Spec, logf func(format string, args ...any))
 			s := &addons.StorageScaler{Client: client, Logf: logf}
 			return readyAtOnce(s.Run), nil
 		}
+	case nil:
+		return nil, spec.Own.Validate(spec.Name)
+	default:
+		return nil, fmt.Errorf("nothing runs the configuration of %s (%T)", spec.Name, c)
+	}
+	if err := spec.Own.Validate(spec.Name); err != nil {
+		return nil, err
 	}
 	return newService(spec.Name, start), nil
 }

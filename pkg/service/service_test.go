@@ -41,7 +41,7 @@ func TestAPIServerLBLifecycle(t *testing.T) {
 	}
 	listen := ln.Addr().String()
 	ln.Close()
-	spec := component.Spec{Name: component.APIServerLB, Own: &component.Own{APIServerLB: &component.APIServerLBConfig{
+	spec := component.Spec{Name: component.APIServerLB, Own: &component.Own{Config: &component.APIServerLBConfig{
 		Listen: listen, Seed: "127.0.0.1:1", CAFile: caFile}}}
 	s, err := New(fs, spec, func(f string, a ...any) {})
 	if err != nil {
@@ -75,7 +75,7 @@ func TestAPIServerLBLifecycle(t *testing.T) {
 	}
 
 	// What it cannot start without is Start's error, naming it.
-	spec.Own.APIServerLB.CAFile = filepath.Join(dir, "missing.crt")
+	component.OwnOf[*component.APIServerLBConfig](spec.Own).CAFile = filepath.Join(dir, "missing.crt")
 	s, _ = New(fs, spec, func(string, ...any) {})
 	if err := s.Start(context.Background()); err == nil || !strings.HasPrefix(err.Error(), "apiserver-lb: ") {
 		t.Errorf("Start without its CA file: %v", err)
@@ -115,5 +115,19 @@ func TestInProcess(t *testing.T) {
 	}
 	if len(m) != len(component.InDaemon) || slices.Contains(component.InDaemon, component.Kubelet) {
 		t.Errorf("%d runners for %d components", len(m), len(component.InDaemon))
+	}
+	// New knows every declared configuration type: an empty one is refused
+	// for what it lacks, not for having no runner.
+	for _, d := range component.Table {
+		if d.Own == nil {
+			continue
+		}
+		_, err := New(fsys.NewRoot(t.TempDir()), component.Spec{Name: d.Name, Own: &component.Own{Config: d.Own.New()}}, func(string, ...any) {})
+		if err == nil || strings.Contains(err.Error(), "nothing runs") || !strings.Contains(err.Error(), d.Name+": ") {
+			t.Errorf("New(%s, empty configuration): %v, want what it lacks", d.Name, err)
+		}
+	}
+	if _, err := New(fsys.NewRoot(t.TempDir()), component.Spec{Name: component.Kubelet, Own: &component.Own{}}, nil); err == nil {
+		t.Error("New(kubelet): no error")
 	}
 }

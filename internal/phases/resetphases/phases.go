@@ -248,7 +248,7 @@ func (d *Data) deleteNode(ctx context.Context, name, kubeconfigFile string) {
 	_, rc, err := apiclient.FromKubeconfig(file, "")
 	if err == nil {
 		hosts := []string{rc.Host}
-		if lb := ownOf(d.FS, component.APIServerLB).APIServerLB; lb != nil && lb.Seed != "" {
+		if lb := ownOf[*component.APIServerLBConfig](d.FS, component.APIServerLB); lb != nil && lb.Seed != "" {
 			hosts = append(hosts, "https://"+lb.Seed)
 		}
 		var servers []apiServer
@@ -329,20 +329,18 @@ func storageLinks(fs fsys.FS) string {
 	return node.StorageRoot
 }
 
-// ownOf is the typed configuration of one of kubeboot's own components,
-// empty when the node has no spec of it.
-func ownOf(fs fsys.FS, name string) component.Own {
-	if spec, ok, err := (component.Store{FS: fs}).Get(name); err == nil && ok && spec.Own != nil {
-		return *spec.Own
-	}
-	return component.Own{}
+// ownOf is the typed configuration of one of kubeboot's own components
+// (T is its type), nil when the node has no spec of it.
+func ownOf[T component.OwnConfig](fs fsys.FS, name string) T {
+	spec, _, _ := (component.Store{FS: fs}).Get(name)
+	return component.OwnOf[T](spec.Own)
 }
 
 // removedSnapshots counts the scheduled etcd snapshots reset removes: those
 // in the snapshotter's directory (from its spec) when it lies in the
 // node's state, as the default does.
 func removedSnapshots(fs fsys.FS) (string, int) {
-	sch := ownOf(fs, component.EtcdSnapshotter).EtcdSnapshotter
+	sch := ownOf[*component.EtcdSnapshotterConfig](fs, component.EtcdSnapshotter)
 	if sch == nil {
 		return "", 0
 	}
