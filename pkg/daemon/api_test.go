@@ -235,10 +235,13 @@ func TestClientOfAStoppingDaemon(t *testing.T) {
 	}
 	stopped := make(chan struct{})
 	go func() { stop(); close(stopped) }()
-	var told error
+	var told, watchTold error
 	for {
 		select {
 		case <-stopped:
+			if watchTold == nil || !strings.Contains(watchTold.Error(), "stopping") {
+				t.Errorf("while the daemon stopped a watch was told %v, want that it stops", watchTold)
+			}
 			if _, err := os.Stat(fs.Path(SocketFile)); !os.IsNotExist(err) {
 				t.Errorf("the socket outlives the daemon: %v", err)
 			}
@@ -255,6 +258,9 @@ func TestClientOfAStoppingDaemon(t *testing.T) {
 		if pid != 0 {
 			if err := c.Reload(context.Background()); err != nil {
 				told = err
+			}
+			if err := c.Watch(context.Background(), func(StatusReport) bool { return false }); err != nil {
+				watchTold = err
 			}
 		}
 	}

@@ -81,11 +81,26 @@ func (c *Client) tooOld(pid int, what string) error {
 
 // call sends one request and decodes its answer into out (when set).
 func (c *Client) call(ctx context.Context, method, p string, q url.Values, in, out any) error {
+	resp, err := c.do(ctx, method, p, q, in)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// do sends a request with in as its JSON body (none when nil) and returns
+// the daemon's answer when it is a success; the caller closes its body.
+// Any other answer is a statusError with the daemon's message.
+func (c *Client) do(ctx context.Context, method, p string, q url.Values, in any) (*http.Response, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		body = bytes.NewReader(b)
 	}
@@ -95,30 +110,27 @@ func (c *Client) call(ctx context.Context, method, p string, q url.Values, in, o
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
-			return ctx.Err()
+			return nil, ctx.Err()
 		case errors.Is(err, syscall.ECONNREFUSED):
-			return fmt.Errorf("the kubeboot daemon does not answer on %s: it is stopping (its log: %s)", c.fs.Path(SocketFile), c.fs.Path(LogFile))
+			return nil, fmt.Errorf("the kubeboot daemon does not answer on %s: it is stopping (its log: %s)", c.fs.Path(SocketFile), c.fs.Path(LogFile))
 		}
-		return fmt.Errorf("the kubeboot daemon's API (%s): %w", c.fs.Path(SocketFile), err)
+		return nil, fmt.Errorf("the kubeboot daemon's API (%s): %w", c.fs.Path(SocketFile), err)
+	}
+	if resp.StatusCode/100 == 2 {
+		return resp, nil
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		var e apiError
-		if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Error != "" {
-			return statusError{resp.StatusCode, errors.New(e.Error)}
-		}
-		return statusError{resp.StatusCode, fmt.Errorf("the kubeboot daemon answered %s to %s %s", resp.Status, method, p)}
+	var e apiError
+	if json.NewDecoder(resp.Body).Decode(&e) == nil && e.Error != "" {
+		return nil, statusError{resp.StatusCode, errors.New(e.Error)}
 	}
-	if out == nil {
-		return nil
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	return nil, statusError{resp.StatusCode, fmt.Errorf("the kubeboot daemon answered %s to %s %s", resp.Status, method, p)}
 }
 
 func timeoutQuery(timeout time.Duration) url.Values {
@@ -162,21 +174,14 @@ func (c *Client) Watch(ctx context.Context, f func(StatusReport) bool) error {
 	case legacy:
 		return c.tooOld(pid, "be watched")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://kubeboot"+apiVersion+"/status?watch=true", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := c.hc.Do(req)
+	resp, err := c.do(ctx, http.MethodGet, "/status", url.Values{"watch": {"true"}}, nil)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("the kubeboot daemon's API (%s): %w", c.fs.Path(SocketFile), err)
+		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("the kubeboot daemon answered %s to a watch", resp.Status)
-	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
