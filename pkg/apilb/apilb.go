@@ -38,15 +38,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubeboot/kubeboot/pkg/fsys"
-)
-
-// Defaults of the balancer.
-const (
-	// Port is where it listens on 127.0.0.1: beside the API server's 6443,
-	// as k3s's agent balancer.
-	Port = 6444
-	// StateFile keeps the servers it knows across restarts (node path).
-	StateFile = "/var/lib/kubeboot/apiserver-lb.json"
+	"github.com/kubeboot/kubeboot/pkg/node"
 )
 
 // Options configure a balancer.
@@ -437,7 +429,7 @@ func (b *Balancer) readState() []string {
 	if b.o.FS == nil {
 		return nil
 	}
-	data, err := b.o.FS.ReadFile(StateFile)
+	data, err := b.o.FS.ReadFile(node.APIServerLBState)
 	if err != nil {
 		return nil
 	}
@@ -454,7 +446,7 @@ func (b *Balancer) writeStateLocked() {
 	}
 	s := state{Seed: b.o.Seed, Servers: b.learned}
 	data, _ := json.MarshalIndent(s, "", "  ")
-	if err := b.o.FS.WriteFile(StateFile, append(data, '\n'), 0o644); err != nil {
-		b.o.Logf("writing %s: %v", b.o.FS.Path(StateFile), err)
+	if err := b.o.FS.WriteFile(node.APIServerLBState, append(data, '\n'), 0o644); err != nil {
+		b.o.Logf("writing %s: %v", b.o.FS.Path(node.APIServerLBState), err)
 	}
 }

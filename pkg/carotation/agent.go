@@ -126,7 +126,7 @@ func (a *Agent) Once(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	applied, _ := a.FS.ReadFile(AppliedFile)
+	applied, _ := a.FS.ReadFile(node.CARotationApplied)
 	if strings.TrimSpace(string(applied)) != step.ID() {
 		if err := a.apply(ctx, c, step); err != nil {
 			return fmt.Errorf("applying the CA rotation's %s step: %w", step.Phase, err)
@@ -191,10 +191,10 @@ func (a *Agent) apply(ctx context.Context, c kubernetes.Interface, step Step) er
 			did = append(did, issued)
 		}
 	}
-	if err := a.FS.MkdirAll(StateDir, 0o700); err != nil {
+	if err := a.FS.MkdirAll(node.CARotationDir, 0o700); err != nil {
 		return err
 	}
-	if err := a.FS.WriteFile(AppliedFile, []byte(step.ID()+"\n"), 0o600); err != nil {
+	if err := a.FS.WriteFile(node.CARotationApplied, []byte(step.ID()+"\n"), 0o600); err != nil {
 		return err
 	}
 	if len(did) == 0 {

@@ -41,12 +41,6 @@ const (
 	ConfigMapName = "kubeboot-ca-rotation"
 	// Annotation on a Node: the ID of the last step the node has applied.
 	Annotation = "kubeboot.io/ca-rotation"
-	// StateDir holds the node's record of its steps (node path).
-	StateDir = "/var/lib/kubeboot/ca-rotation"
-	// AppliedFile is the ID of the last step this node applied. The
-	// kubelet's spec lists it in RestartOn: the kubelet reads its
-	// kubeconfig's CA and its client certificate only at start.
-	AppliedFile = StateDir + "/applied"
 	// rbacName is the Role and RoleBinding that let nodes read the
 	// ConfigMap; they live as long as the rotation.
 	rbacName = "kubeboot:ca-rotation"

@@ -30,6 +30,7 @@ import (
 
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+	"github.com/kubeboot/kubeboot/pkg/node"
 	"github.com/kubeboot/kubeboot/pkg/pki"
 	"github.com/kubeboot/kubeboot/pkg/renewal"
 )
@@ -155,7 +156,7 @@ func TestAgentFollowsTheSteps(t *testing.T) {
 				t.Errorf("%s: kubelet.conf trusts %s", s.Phase, cl.CertificateAuthorityData)
 			}
 		}
-		if got, _ := root.ReadFile(AppliedFile); strings.TrimSpace(string(got)) != s.ID() {
+		if got, _ := root.ReadFile(node.CARotationApplied); strings.TrimSpace(string(got)) != s.ID() {
 			t.Errorf("%s: applied %q", s.Phase, got)
 		}
 		n, _ := client.CoreV1().Nodes().Get(context.Background(), "w", metav1.GetOptions{})
@@ -282,7 +283,7 @@ func TestControlPlaneAgentFollowsTheSteps(t *testing.T) {
 		if ca, _ := root.ReadFile(dir + "/ca.crt"); !bytes.Equal(ca, s.Trust) {
 			t.Errorf("%s: ca.crt is not the step's bundle, in its order", s.Phase)
 		}
-		if got, _ := root.ReadFile(AppliedFile); strings.TrimSpace(string(got)) != s.ID() {
+		if got, _ := root.ReadFile(node.CARotationApplied); strings.TrimSpace(string(got)) != s.ID() {
 			t.Errorf("%s: applied %q", s.Phase, got)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 
-	"github.com/kubeboot/kubeboot/pkg/carotation"
 	"github.com/kubeboot/kubeboot/pkg/helpers"
 	"github.com/kubeboot/kubeboot/pkg/node"
 )
@@ -86,7 +85,7 @@ func (r Renderer) nodeIPs() string {
 // certificate client-go reloads by itself, and its CA only at their start,
 // as the kubelet: the CA agent records each rotation step it applies.
 func (r Renderer) engineRestartOn() []string {
-	return []string{r.FS.Path(carotation.AppliedFile)}
+	return []string{r.FS.Path(node.CARotationApplied)}
 }
 
 // KubeRouterSpec renders kube-router's network policy controller, with

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"path"
 
-	"github.com/kubeboot/kubeboot/pkg/apilb"
-	"github.com/kubeboot/kubeboot/pkg/carotation"
 	"github.com/kubeboot/kubeboot/pkg/cpugroup"
 	"github.com/kubeboot/kubeboot/pkg/node"
 )
@@ -93,7 +91,7 @@ func (r Renderer) KubeletSpec() Spec {
 		// The kubelet reads its kubeconfig's CA and holds its client
 		// certificate from its start: the CA agent records each rotation
 		// step it applies there.
-		RestartOn: []string{r.FS.Path(carotation.AppliedFile)},
+		RestartOn: []string{r.FS.Path(node.CARotationApplied)},
 	}
 }
 
@@ -128,7 +126,7 @@ func (r Renderer) KubeProxySpec() Spec {
 // It watches the API servers through itself, with kube-proxy.conf (the
 // node's own identity), once the kubelet's TLS bootstrap has made it.
 func (r Renderer) APIServerLBSpec(seed string) Spec {
-	listen := fmt.Sprintf("127.0.0.1:%d", apilb.Port)
+	listen := fmt.Sprintf("127.0.0.1:%d", node.APIServerLBPort)
 	sp := r.own(APIServerLB, &APIServerLBConfig{Listen: listen, Seed: seed,
 		CAFile: r.FS.Path(path.Join(r.Cfg.Cluster.CertificatesDir, "ca.crt")), Kubeconfig: r.FS.Path(node.KubeProxyConf)})
 	// Ready once it listens: the kubelet must start even when no API

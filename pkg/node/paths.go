@@ -57,6 +57,20 @@ const (
 	StorageRoot = "/var/lib/kubeboot/storage"
 	// BridgeName is the CNI bridge every pod of the node attaches to.
 	BridgeName = "cni0"
+	// CARotationDir holds the node's record of the CA rotation steps it
+	// applied (package carotation).
+	CARotationDir = "/var/lib/kubeboot/ca-rotation"
+	// CARotationApplied is the ID of the last step this node applied. The
+	// kubelet's spec lists it in RestartOn: the kubelet reads its
+	// kubeconfig's CA and its client certificate only at start.
+	CARotationApplied = CARotationDir + "/applied"
+	// APIServerLBPort is where the node-local API server load balancer
+	// (package apilb) listens on 127.0.0.1: beside the API server's 6443,
+	// as k3s's agent balancer.
+	APIServerLBPort = 6444
+	// APIServerLBState keeps the servers the balancer knows across its
+	// restarts.
+	APIServerLBState = "/var/lib/kubeboot/apiserver-lb.json"
 )
 
 // ManagedCRISocket is the CRI socket of the containerd kubeboot runs, as

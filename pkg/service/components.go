@@ -20,6 +20,7 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/etcdbackup"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/manifests"
+	"github.com/kubeboot/kubeboot/pkg/node"
 	"github.com/kubeboot/kubeboot/pkg/renewal"
 )
 
@@ -156,7 +157,7 @@ func apiServerLB(fs fsys.FS, c *component.APIServerLBConfig, logf func(string, .
 		}
 		listen := c.Listen
 		if listen == "" {
-			listen = fmt.Sprintf("127.0.0.1:%d", apilb.Port)
+			listen = fmt.Sprintf("127.0.0.1:%d", node.APIServerLBPort)
 		}
 		b, err := apilb.New(apilb.Options{Listen: listen, Seed: c.Seed, CAData: ca, CAFile: c.CAFile, FS: fs, Logf: logf})
 		if err != nil {

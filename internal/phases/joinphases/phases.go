@@ -24,7 +24,6 @@ import (
 	kubeconfigutil "k8s.io/kubernetes/cmd/kubeadm/app/util/kubeconfig"
 
 	"github.com/kubeboot/kubeboot/internal/workflow"
-	"github.com/kubeboot/kubeboot/pkg/apilb"
 	"github.com/kubeboot/kubeboot/pkg/bootstrap"
 	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/config"
@@ -246,7 +245,7 @@ func (d *Data) apiServer() string {
 	case isControlPlane(d):
 		return kubeconfig.LocalURL(d.Cfg)
 	case d.useLB():
-		return fmt.Sprintf("https://127.0.0.1:%d", apilb.Port)
+		return fmt.Sprintf("https://127.0.0.1:%d", node.APIServerLBPort)
 	}
 	return d.cluster.Server
 }
@@ -312,7 +311,7 @@ func runKubeletStart(ctx context.Context, d *Data) error {
 	}
 	if d.useLB() {
 		seed := strings.TrimPrefix(d.cluster.Server, "https://")
-		d.Logf("[apiserver-lb] Starting the node-local API server load balancer on 127.0.0.1:%d, seeded with %s; it follows every API server of the cluster", apilb.Port, seed)
+		d.Logf("[apiserver-lb] Starting the node-local API server load balancer on 127.0.0.1:%d, seeded with %s; it follows every API server of the cluster", node.APIServerLBPort, seed)
 		if err := d.WriteSpec(d.Renderer().APIServerLBSpec(seed), "apiserver-lb"); err != nil {
 			return err
 		}
