@@ -4,56 +4,18 @@ import (
 	"context"
 	"fmt"
 	"path"
-	"strings"
-
-	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 
 	"github.com/kubeboot/kubeboot/internal/phases/joinphases"
 	"github.com/kubeboot/kubeboot/internal/workflow"
+	"github.com/kubeboot/kubeboot/pkg/bootstrap"
 	"github.com/kubeboot/kubeboot/pkg/config"
-	"github.com/kubeboot/kubeboot/pkg/discovery"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 )
 
 // JoinCommand is what a node needs to join a cluster with a bootstrap
-// token: what `kubeboot join` takes, as data.
-type JoinCommand struct {
-	// Endpoint is the API server endpoint, host:port.
-	Endpoint string
-	// Token is the bootstrap token, [a-z0-9]{6}.[a-z0-9]{16}.
-	Token string
-	// CACertHash pins the cluster CA's public key, "sha256:<hex>".
-	CACertHash string
-	// ControlPlane joins a control plane; CertificateKey decrypts the
-	// certificates init or `init phase upload-certs` uploaded.
-	ControlPlane   bool
-	CertificateKey string
-}
-
-// String is the command on one line, as `kubeboot token create
-// --print-join-command` prints it: a shell's word splitting runs it.
-func (j JoinCommand) String() string {
-	return discovery.JoinCommandLine(j.Endpoint, j.Token, j.CACertHash, j.ControlPlane, j.CertificateKey)
-}
-
-// Args are the command's arguments after the binary's name.
-func (j JoinCommand) Args() []string {
-	return strings.Fields(j.String())[1:]
-}
-
-// Config is the JoinConfiguration the command stands for, as Join takes
-// it; the node's own settings (name, address) are the caller's to add.
-func (j JoinCommand) Config() *config.Config {
-	jc := &kubeadmv1.JoinConfiguration{}
-	jc.Discovery.BootstrapToken = &kubeadmv1.BootstrapTokenDiscovery{
-		Token: j.Token, APIServerEndpoint: j.Endpoint, CACertHashes: []string{j.CACertHash},
-	}
-	jc.Discovery.TLSBootstrapToken = j.Token
-	if j.ControlPlane {
-		jc.ControlPlane = &kubeadmv1.JoinControlPlane{CertificateKey: j.CertificateKey}
-	}
-	return &config.Config{Join: jc}
-}
+// token: what `kubeboot join` takes, as data (its String is the command
+// line, its Config the JoinConfiguration Join takes).
+type JoinCommand = bootstrap.JoinCommand
 
 // JoinOptions are what `kubeboot join` takes.
 type JoinOptions struct {

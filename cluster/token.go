@@ -2,102 +2,16 @@ package cluster
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strings"
-	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	certutil "k8s.io/client-go/util/cert"
-	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
-	bootstraputil "k8s.io/cluster-bootstrap/token/util"
-	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
-	nodebootstraptoken "k8s.io/kubernetes/cmd/kubeadm/app/phases/bootstraptoken/node"
-	kubeconfigutil "k8s.io/kubernetes/cmd/kubeadm/app/util/kubeconfig"
-	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
-
-	"github.com/kubeboot/kubeboot/pkg/apiclient"
-	"github.com/kubeboot/kubeboot/pkg/discovery"
+	"github.com/kubeboot/kubeboot/pkg/bootstrap"
 )
 
 // TokenOptions are what `kubeboot token create` takes.
-type TokenOptions struct {
-	// Kubeconfig is the file to reach the cluster with (an admin's):
-	// the join command names its server and pins its CA.
-	Kubeconfig string
-	// Token is the token to create; "" generates one.
-	Token string
-	// TTL is how long the token is valid; 0 means forever. Negative is
-	// refused.
-	TTL time.Duration
-	// Description says what the token is for.
-	Description string
-	// Usages and Groups default to kubeadm's (signing and authentication,
-	// system:bootstrappers:kubeadm:default-node-token).
-	Usages, Groups []string
-	// CertificateKey, when set, makes the command a control plane's.
-	CertificateKey string
-}
+type TokenOptions = bootstrap.TokenOptions
 
-// CreateToken creates a bootstrap token in the cluster, as `kubeboot token
-// create` does, and returns the join command that uses it.
+// CreateToken creates a bootstrap token in the cluster the kubeconfig
+// reaches, as kubeadm's `token create`, and returns the join command that
+// uses it.
 func CreateToken(ctx context.Context, o TokenOptions) (*JoinCommand, error) {
-	if o.Usages == nil {
-		o.Usages = bootstrapapi.KnownTokenUsages
-	}
-	if o.Groups == nil {
-		o.Groups = []string{discovery.DefaultTokenGroup}
-	}
-	tokStr := o.Token
-	if tokStr == "" {
-		var err error
-		if tokStr, err = bootstraputil.GenerateBootstrapToken(); err != nil {
-			return nil, err
-		}
-	}
-	tok, err := bootstraptokenv1.NewBootstrapTokenString(tokStr)
-	if err != nil {
-		return nil, fmt.Errorf("token %q: must be of the form [a-z0-9]{6}.[a-z0-9]{16}", tokStr)
-	}
-	if o.TTL < 0 {
-		return nil, fmt.Errorf("--ttl must not be negative (0 means never expires)")
-	}
-	for _, u := range o.Usages {
-		if !slices.Contains(bootstrapapi.KnownTokenUsages, u) {
-			return nil, fmt.Errorf("--usages: unknown usage %q (known: %s)", u, strings.Join(bootstrapapi.KnownTokenUsages, ", "))
-		}
-	}
-	for _, gr := range o.Groups {
-		if err := bootstraputil.ValidateBootstrapGroupName(gr); err != nil {
-			return nil, fmt.Errorf("--groups: %w", err)
-		}
-	}
-	// What the join command needs is read before the token exists: a
-	// kubeconfig that cannot give it leaves no token behind.
-	kc, err := clientcmd.LoadFromFile(o.Kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	_, cl, err := kubeconfigutil.GetClusterFromKubeConfig(kc)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", o.Kubeconfig, err)
-	}
-	cas, err := certutil.ParseCertsPEM(cl.CertificateAuthorityData)
-	if err != nil || len(cas) == 0 {
-		return nil, fmt.Errorf("%s has no CA certificate to pin: %v", o.Kubeconfig, err)
-	}
-	c, _, err := apiclient.FromKubeconfig(o.Kubeconfig, "")
-	if err != nil {
-		return nil, err
-	}
-	bt := bootstraptokenv1.BootstrapToken{Token: tok, Description: o.Description, TTL: &metav1.Duration{Duration: o.TTL}, Usages: o.Usages, Groups: o.Groups}
-	// kubeadm's own: refuses a token ID that exists already.
-	if err := nodebootstraptoken.CreateNewTokens(c, []bootstraptokenv1.BootstrapToken{bt}); err != nil {
-		return nil, err
-	}
-	return &JoinCommand{
-		Endpoint: strings.TrimPrefix(cl.Server, "https://"), Token: tok.String(), CACertHash: pubkeypin.Hash(cas[0]),
-		ControlPlane: o.CertificateKey != "", CertificateKey: o.CertificateKey,
-	}, nil
+	return bootstrap.CreateToken(ctx, o)
 }

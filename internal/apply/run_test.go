@@ -1,4 +1,4 @@
-package cluster
+package apply
 
 import (
 	"context"
@@ -83,7 +83,7 @@ exit 2
 // apply runs Apply on the hosts.
 func (f *fakeHosts) apply(ctx context.Context, dryRun bool) (string, error) {
 	var out strings.Builder
-	_, err := Apply(ctx, ApplyOptions{Cluster: &clusterfile.Cluster{Source: "cluster.yaml", Hosts: f.hosts}, Binary: f.fakeExec, DryRun: dryRun,
+	_, err := Run(ctx, Options{Cluster: &clusterfile.Cluster{Source: "cluster.yaml", Hosts: f.hosts}, Binary: f.fakeExec, DryRun: dryRun,
 		AdminKubeconfig: filepath.Join(f.t.TempDir(), "admin.conf"), Timeout: 10 * time.Second, Out: &out})
 	return out.String(), err
 }
@@ -116,7 +116,7 @@ func TestRecordOnTheHost(t *testing.T) {
 	defer cancel()
 	connect := func() *applyHost {
 		t.Helper()
-		a, err := newApplyRun(ApplyOptions{Cluster: &clusterfile.Cluster{Hosts: f.hosts}, Binary: f.fakeExec})
+		a, err := newApplyRun(Options{Cluster: &clusterfile.Cluster{Hosts: f.hosts}, Binary: f.fakeExec})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package cluster
+package apply
 
 import (
 	"context"
@@ -40,7 +40,7 @@ func TestPlanRefusesToResetWorkingNodes(t *testing.T) {
 	}
 	run := func(prune bool, hosts ...*applyHost) (string, *applyPlan, error) {
 		var out strings.Builder
-		a := &applyRun{o: ApplyOptions{Cluster: &clusterfile.Cluster{}, Out: &out, Prune: prune}, hosts: hosts}
+		a := &applyRun{o: Options{Cluster: &clusterfile.Cluster{}, Out: &out, Prune: prune}, hosts: hosts}
 		a.primary = hosts[0]
 		a.primary.admin = true
 		a.nodes = map[string]*corev1.Node{
@@ -117,7 +117,7 @@ func TestRecordHosts(t *testing.T) {
 		{Host: &clusterfile.Host{Address: "10.0.0.2", Role: "worker", Root: "/srv/w1"}, node: "w1"},
 		{Host: &clusterfile.Host{Address: "10.0.0.3", Role: "worker", Root: "/"}, node: "w2", err: errors.New("join failed")},
 	}
-	a := &applyRun{o: ApplyOptions{Cluster: &clusterfile.Cluster{}, Out: io.Discard}, hosts: hosts, client: c,
+	a := &applyRun{o: Options{Cluster: &clusterfile.Cluster{}, Out: io.Discard}, hosts: hosts, client: c,
 		nodes: map[string]*corev1.Node{"cp1": cp1, "old": old}}
 	if err := a.recordHosts(ctx); err != nil {
 		t.Fatal(err)
@@ -177,7 +177,7 @@ func TestPlanRedoesWhatDidNotFinish(t *testing.T) {
 		host("10.0.0.5", "worker", "w3", nil),
 	}
 	var out strings.Builder
-	a := &applyRun{o: ApplyOptions{Cluster: &clusterfile.Cluster{}, Out: &out}, hosts: hosts}
+	a := &applyRun{o: Options{Cluster: &clusterfile.Cluster{}, Out: &out}, hosts: hosts}
 	if a.primary = a.firstDoneControlPlane(); a.primary != hosts[1] {
 		t.Fatalf("the primary is %v, want cp2", a.primary.node)
 	}
