@@ -69,11 +69,72 @@ type Options struct {
 
 // Result is what Run did.
 type Result struct {
+	// Plan is what it decided to do, from the hosts' state before it
+	// changed any; with DryRun, all it did.
+	Plan *Plan `json:"plan"`
 	// AdminKubeconfig is the admin kubeconfig written on this machine.
-	AdminKubeconfig string
+	AdminKubeconfig string `json:"adminKubeconfig,omitempty"`
 	// Added are the nodes that init or join made; Unchanged those already
 	// in the cluster, left alone; Pruned those removed (with Prune).
-	Added, Unchanged, Pruned []string
+	Added     []string `json:"added,omitempty"`
+	Unchanged []string `json:"unchanged,omitempty"`
+	Pruned    []string `json:"pruned,omitempty"`
+}
+
+// Plan is what Run does, decided from every host's state and the
+// cluster's Nodes before it changes anything: the value of a dry run.
+type Plan struct {
+	// Hosts has one step per host of the file, in the file's order.
+	Hosts []HostStep `json:"hosts"`
+	// OtherNodes are the cluster's Nodes that no host of the file is:
+	// pruned (with Prune, when apply's record of hosts names their host)
+	// or left alone.
+	OtherNodes []OtherNode `json:"otherNodes,omitempty"`
+}
+
+// Action is what a host's step makes of it.
+type Action string
+
+// The actions of a host's step.
+const (
+	// Nothing: the host is a node of the cluster already.
+	Nothing Action = "nothing"
+	// Init makes the first control plane.
+	Init Action = "init"
+	// JoinControlPlane and JoinWorker join the host.
+	JoinControlPlane Action = "join-control-plane"
+	JoinWorker       Action = "join-worker"
+)
+
+// HostStep is what Run does to one host of the file.
+type HostStep struct {
+	// Host is how apply reaches the host (user@address:port), Root the
+	// node's root on it (kubeboot's --root) when not /.
+	Host string `json:"host"`
+	Root string `json:"root,omitempty"`
+	// Node is the Node it is or becomes.
+	Node   string `json:"node"`
+	Action Action `json:"action"`
+	// Reset says why the host is reset before its action: a node's state
+	// that is not the cluster's (a join that failed), or an init or join
+	// that did not finish. Empty when it is not reset.
+	Reset string `json:"reset,omitempty"`
+	// DeleteNode: the host's Node is deleted after that reset (its join
+	// made the Node, then did not finish).
+	DeleteNode bool `json:"deleteNode,omitempty"`
+}
+
+// OtherNode is a Node of the cluster that no host of the file is.
+type OtherNode struct {
+	Node string `json:"node"`
+	// Prune: it is drained, its host reset over SSH and the Node deleted.
+	Prune bool `json:"prune"`
+	// Host and Root are its host as apply's record of hosts has it, when
+	// it does.
+	Host string `json:"host,omitempty"`
+	Root string `json:"root,omitempty"`
+	// LeftAlone says why it is not pruned.
+	LeftAlone string `json:"leftAlone,omitempty"`
 }
 
 // Run applies the cluster file: cluster.Apply.
@@ -108,12 +169,12 @@ func (a *applyRun) apply(ctx context.Context) (*Result, error) {
 	}
 	if o.DryRun {
 		a.logf("", "dry run: nothing was changed on any host")
-		return &Result{Unchanged: p.unchanged}, nil
+		return &Result{Plan: &p.Plan, Unchanged: p.unchanged}, nil
 	}
 	if err := a.run(ctx, p); err != nil {
 		return nil, err
 	}
-	res := &Result{AdminKubeconfig: o.AdminKubeconfig, Added: p.added, Unchanged: p.unchanged}
+	res := &Result{Plan: &p.Plan, AdminKubeconfig: o.AdminKubeconfig, Added: p.added, Unchanged: p.unchanged}
 	if err := a.failed(); err != nil {
 		return res, err
 	}
@@ -388,8 +449,10 @@ func nodeReady(n *corev1.Node) bool {
 	return false
 }
 
-// applyPlan is what Apply does to each host.
+// applyPlan is what Run does to each host: the Plan, and the hosts of its
+// steps.
 type applyPlan struct {
+	Plan
 	init *applyHost
 	// resets are hosts with a node's state that is not in the cluster
 	// (a join that failed), or whose init or join did not finish: reset
@@ -411,19 +474,21 @@ func (a *applyRun) plan() (*applyPlan, error) {
 	p := &applyPlan{}
 	for _, h := range a.hosts {
 		_, member := a.nodes[h.node]
+		step := HostStep{Host: target(h.Host).String(), Root: rootOf(h.Host), Node: h.node, Action: Nothing}
 		if member && !h.record.unfinished() {
 			a.logf(h.Name(), "in the cluster (Node %s): nothing to do", h.node)
 			p.unchanged = append(p.unchanged, h.node)
+			p.Hosts = append(p.Hosts, step)
 			continue
 		}
 		var what string
 		switch {
 		case a.primary == nil && p.init == nil && h.Role == clusterfile.RoleControlPlane:
-			p.init, what = h, "init, the first control plane"
+			p.init, what, step.Action = h, "init, the first control plane", Init
 		case h.Role == clusterfile.RoleControlPlane:
-			p.controlPlanes, what = append(p.controlPlanes, h), "join as a control plane"
+			p.controlPlanes, what, step.Action = append(p.controlPlanes, h), "join as a control plane", JoinControlPlane
 		default:
-			p.workers, what = append(p.workers, h), "join as a worker"
+			p.workers, what, step.Action = append(p.workers, h), "join as a worker", JoinWorker
 		}
 		if h.state {
 			// A host apply would reset must not be a node of the
@@ -440,16 +505,20 @@ func (a *applyRun) plan() (*applyPlan, error) {
 			}
 			p.resets = append(p.resets, h)
 			if h.record.unfinished() {
-				what = fmt.Sprintf("its %s did not finish (%s records no completion): reset, then %s", h.record.Step, h.recordFile(), what)
+				step.Reset = fmt.Sprintf("its %s did not finish (%s records no completion)", h.record.Step, h.recordFile())
+				what = step.Reset + ": reset, then " + what
 				if member {
 					p.staleNodes = append(p.staleNodes, h.node)
+					step.DeleteNode = true
 					what += " (its Node deleted after the reset)"
 				}
 			} else {
+				step.Reset = "a node's state that is not the cluster's (" + path.Join(h.Root, "etc/kubernetes") + "), left by a failed run"
 				what = "reset what a failed run left (" + path.Join(h.Root, "etc/kubernetes") + "), then " + what
 			}
 		}
 		a.logf(h.Name(), "plan: %s", what)
+		p.Hosts = append(p.Hosts, step)
 		p.added = append(p.added, h.node)
 		p.changed = append(p.changed, h)
 	}
@@ -469,19 +538,29 @@ func (a *applyRun) plan() (*applyPlan, error) {
 				}
 			}
 		}
+		other := OtherNode{Node: name}
+		if h != nil {
+			other.Host, other.Root = target(h).String(), rootOf(h)
+		}
 		switch {
 		case err != nil:
+			other.LeftAlone = err.Error()
 			a.logf(name, "in the cluster, not in the file: left alone (%v)", err)
 		case !recorded && a.nodes[name].Annotations[legacyHostAnnotation] != "":
+			other.LeftAlone = fmt.Sprintf("not in apply's record of hosts (%s); its Node's %s annotation, which the node itself can rewrite, is not trusted", hostsRecordRef, legacyHostAnnotation)
 			a.logf(name, "in the cluster, not in the file, not in apply's record of hosts (%s): left alone, never reset by --prune (its Node's %s annotation, which the node itself can rewrite, is not trusted: reset the host by hand, then delete the Node)", hostsRecordRef, legacyHostAnnotation)
 		case !recorded:
+			other.LeftAlone = fmt.Sprintf("not in apply's record of hosts (%s)", hostsRecordRef)
 			a.logf(name, "in the cluster, not in the file, not in apply's record of hosts (%s): left alone, never reset by --prune", hostsRecordRef)
 		case !a.o.Prune:
+			other.LeftAlone = "--prune (Options.Prune) not given"
 			a.logf(name, "in the cluster, not in the file: left alone (--prune drains, resets and removes it)")
 		default:
+			other.Prune = true
 			a.logf(name, "plan: not in the file any more: drain, reset %s, delete the Node", target(h))
 			p.prune = append(p.prune, h)
 		}
+		p.OtherNodes = append(p.OtherNodes, other)
 	}
 	p.uploadsTo = p.changed
 	if len(p.controlPlanes) > 0 && a.primary != nil {
@@ -489,6 +568,14 @@ func (a *applyRun) plan() (*applyPlan, error) {
 		p.uploadsTo = append([]*applyHost{a.primary}, p.uploadsTo...)
 	}
 	return p, nil
+}
+
+// rootOf is h's root for a plan: "" for /.
+func rootOf(h *clusterfile.Host) string {
+	if h.Root == "/" {
+		return ""
+	}
+	return h.Root
 }
 
 // nodeAt is the Node whose internal address is ip, if any.

@@ -97,6 +97,23 @@ func TestPlanRefusesToResetWorkingNodes(t *testing.T) {
 	if strings.Contains(out, "10.0.0.50") || strings.Contains(out, "10.0.0.51") {
 		t.Errorf("the plan names a host from a Node's annotation:\n%s", out)
 	}
+	// The same as data: every Node not in the file, pruned or left alone
+	// with why, at the host the record has.
+	others := map[string]OtherNode{}
+	for _, o := range p.OtherNodes {
+		others[o.Node] = o
+	}
+	if o := others["old"]; !o.Prune || o.Host != "root@10.0.0.9:22" || o.LeftAlone != "" {
+		t.Errorf("old: %+v, want pruned at root@10.0.0.9:22", o)
+	}
+	for _, n := range []string{"forged", "kubeadm", "fake"} {
+		if o := others[n]; o.Prune || o.LeftAlone == "" || strings.Contains(o.Host, "10.0.0.5") {
+			t.Errorf("%s: %+v, want left alone, with why", n, o)
+		}
+	}
+	if len(p.OtherNodes) != 4 || len(p.Hosts) != 2 || p.Hosts[0].Action != Nothing || p.Hosts[1].Node != "w1" {
+		t.Errorf("the plan's data: %+v", p.Plan)
+	}
 }
 
 // TestRecordHosts: apply records the host of each node of the file in a
@@ -201,5 +218,14 @@ func TestPlanRedoesWhatDidNotFinish(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "[w1] plan: its join did not finish (/var/lib/kubeboot/apply.json records no completion): reset, then join as a worker (its Node deleted after the reset)") {
 		t.Errorf("the plan:\n%s", out.String())
+	}
+	// The same as data, one step per host in the file's order.
+	var got []string
+	for _, st := range p.Hosts {
+		got = append(got, fmt.Sprintf("%s:%s:%t:%t", st.Node, st.Action, st.Reset != "", st.DeleteNode))
+	}
+	want := "cp1:join-control-plane:true:true cp2:nothing:false:false w1:join-worker:true:true w2:nothing:false:false w3:nothing:false:false"
+	if strings.Join(got, " ") != want {
+		t.Errorf("the plan's steps:\n got %s\nwant %s", strings.Join(got, " "), want)
 	}
 }

@@ -26,6 +26,8 @@ type fakeHosts struct {
 	bastion         *remotetest.Server
 	hosts           []clusterfile.Host
 	calls, fakeExec string
+	// res is the last apply's result.
+	res *Result
 }
 
 // newFakeHosts makes n hosts, the first a control plane, the others
@@ -83,7 +85,8 @@ exit 2
 // apply runs Apply on the hosts.
 func (f *fakeHosts) apply(ctx context.Context, dryRun bool) (string, error) {
 	var out strings.Builder
-	_, err := Run(ctx, Options{Cluster: &clusterfile.Cluster{Source: "cluster.yaml", Hosts: f.hosts}, Binary: f.fakeExec, DryRun: dryRun,
+	var err error
+	f.res, err = Run(ctx, Options{Cluster: &clusterfile.Cluster{Source: "cluster.yaml", Hosts: f.hosts}, Binary: f.fakeExec, DryRun: dryRun,
 		AdminKubeconfig: filepath.Join(f.t.TempDir(), "admin.conf"), Timeout: 10 * time.Second, Out: &out})
 	return out.String(), err
 }
@@ -104,6 +107,20 @@ func TestConnectThroughOneBastion(t *testing.T) {
 	}
 	if n := f.bastion.Connections(); n != 1 {
 		t.Errorf("the bastion had %d connections, want 1", n)
+	}
+	// The dry run returns its plan: init on the control plane, the others
+	// join, nothing reset.
+	if f.res == nil || f.res.Plan == nil || len(f.res.Plan.Hosts) != 12 {
+		t.Fatalf("the dry run's result: %+v", f.res)
+	}
+	for i, st := range f.res.Plan.Hosts {
+		want := JoinWorker
+		if f.hosts[i].Role == clusterfile.RoleControlPlane {
+			want = Init
+		}
+		if st.Action != want || st.Node != f.hosts[i].NodeName || st.Reset != "" || st.Host != target(&f.hosts[i]).String() || st.Root != f.hosts[i].Root {
+			t.Errorf("step %d: %+v, want %s of %s", i, st, want, f.hosts[i].NodeName)
+		}
 	}
 }
 

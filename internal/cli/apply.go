@@ -71,7 +71,7 @@ sudo -n), port (22), keyPath (else the SSH agent), knownHosts
 `
 
 func newApplyCommand(g *GlobalFlags, s Streams) *cobra.Command {
-	var file, kubeconfigOut string
+	var file, kubeconfigOut, output string
 	var dryRun, prune bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -80,6 +80,7 @@ func newApplyCommand(g *GlobalFlags, s Streams) *cobra.Command {
 		Long:  applyLong,
 		Example: `  kubeboot apply -f cluster.yaml             # writes cluster.kubeconfig next to it
   kubeboot apply -f cluster.yaml --dry-run   # the plan, changing nothing
+  kubeboot apply -f cluster.yaml --dry-run -o json   # the plan as data
   kubeboot apply -f cluster.yaml --prune     # also removes the hosts taken out of the file
   kubeboot reset -f cluster.yaml             # every host, workers first`,
 		Args: cobra.NoArgs,
@@ -94,8 +95,22 @@ func newApplyCommand(g *GlobalFlags, s Streams) *cobra.Command {
 			if kubeconfigOut == "" {
 				kubeconfigOut = defaultKubeconfigOut(file)
 			}
-			res, err := cluster.Apply(cmd.Context(), cluster.ApplyOptions{Cluster: c, DryRun: dryRun, AdminKubeconfig: kubeconfigOut, Timeout: timeout, Prune: prune, Out: s.Out})
-			if err != nil || dryRun {
+			progress := s.Out
+			switch output {
+			case "":
+			case "json", "yaml":
+				// The result alone on standard output, for a program.
+				progress = s.Err
+			default:
+				return fmt.Errorf("invalid output format %q: one of json, yaml", output)
+			}
+			res, err := cluster.Apply(cmd.Context(), cluster.ApplyOptions{Cluster: c, DryRun: dryRun, AdminKubeconfig: kubeconfigOut, Timeout: timeout, Prune: prune, Out: progress})
+			if output != "" && res != nil {
+				if perr := printAs(s.Out, output, res); err == nil {
+					err = perr
+				}
+			}
+			if err != nil || dryRun || output != "" {
 				return err
 			}
 			removed := ""
@@ -108,6 +123,7 @@ func newApplyCommand(g *GlobalFlags, s Streams) *cobra.Command {
 	}
 	cmd.Flags().StringVarP(&file, "filename", "f", "", "The cluster file")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "Connect to every host, read its state and print the plan; change nothing")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Print the result (the plan, the nodes added, unchanged and removed) as 'json' or 'yaml' on standard output, the progress lines on standard error")
 	cmd.Flags().StringVar(&kubeconfigOut, "admin-kubeconfig", "", "Where to write the admin kubeconfig (default: the cluster file's name with .kubeconfig, next to it)")
 	cmd.Flags().BoolVar(&prune, "prune", false, "Remove the nodes apply made on hosts no longer in the file: drain each, reset the host over SSH (as apply recorded it in kube-system/kubeboot-apply-hosts) and delete its Node; workers first")
 	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Minute, "How long to wait for every node to be Ready")

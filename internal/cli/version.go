@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 
 	"github.com/spf13/cobra"
@@ -67,14 +68,7 @@ func newVersionCommand(s Streams) *cobra.Command {
 			case "short":
 				fmt.Fprintln(s.Out, version.Kubernetes)
 			case "json", "yaml":
-				b, err := json.MarshalIndent(version.Get(), "", "  ")
-				if err == nil && output == "yaml" {
-					b, err = yaml.JSONToYAML(b)
-				}
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(s.Out, "%s\n", bytes.TrimSpace(b))
+				return printAs(s.Out, output, version.Get())
 			default:
 				return fmt.Errorf("invalid output format %q: one of json, yaml, short", output)
 			}
@@ -84,4 +78,17 @@ func newVersionCommand(s Streams) *cobra.Command {
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format; available options are 'yaml', 'json' and 'short'")
 	cmd.Flags().BoolVar(&short, "short", false, "Print only the Kubernetes version (as -o short)")
 	return cmd
+}
+
+// printAs writes v as JSON (indented) or YAML, as -o json|yaml asks.
+func printAs(w io.Writer, format string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err == nil && format == "yaml" {
+		b, err = yaml.JSONToYAML(b)
+	}
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", bytes.TrimSpace(b))
+	return err
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -245,6 +246,29 @@ func TestApply(t *testing.T) {
 			}
 		}
 		t.Logf("%d processes and %d files of the two hosts unchanged", len(before.pids), len(before.files))
+
+		// The plan as data, for a program: the result alone on standard
+		// output, the progress lines on standard error.
+		stdout, stderr, err := nethost.Output(op.Command(binary, "apply", "-f", one, "--dry-run", "-o", "json"))
+		var res struct {
+			Plan struct {
+				Hosts []struct{ Host, Root, Node, Action string }
+			}
+			Unchanged []string
+		}
+		if err != nil || json.Unmarshal([]byte(stdout), &res) != nil || !strings.Contains(stderr, "dry run: nothing was changed") {
+			t.Fatalf("dry run -o json: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+		}
+		var steps []string
+		for _, h := range res.Plan.Hosts {
+			steps = append(steps, h.Node+"="+h.Action)
+			if h.Root != hosts[h.Node].Root || !strings.Contains(h.Host, hosts[h.Node].IP) {
+				t.Errorf("%s's step names the host %s (root %s), want %s (root %s)", h.Node, h.Host, h.Root, hosts[h.Node].IP, hosts[h.Node].Root)
+			}
+		}
+		if got := strings.Join(steps, " "); got != "cp1=nothing w1=nothing" || strings.Join(res.Unchanged, " ") != "cp1 w1" {
+			t.Errorf("the plan as data: %s, unchanged %v\n%s", got, res.Unchanged, stdout)
+		}
 	})
 
 	two := file("cluster", line("cp1", "control-plane", good), line("w1", "worker", good), line("w2", "worker", good))

@@ -582,12 +582,27 @@ func (h *Host) Kubeboot(args ...string) *exec.Cmd {
 func Run(cmd *exec.Cmd) (string, error) {
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	err := wait(cmd)
+	return out.String(), err
+}
+
+// Output runs a command to completion and returns its standard output
+// and, apart, its standard error.
+func Output(cmd *exec.Cmd) (stdout, stderr string, err error) {
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = wait(cmd)
+	return o.String(), e.String(), err
+}
+
+// wait starts cmd as Start does and waits for it.
+func wait(cmd *exec.Cmd) error {
 	if err := Start(cmd); err != nil {
-		return "", err
+		return err
 	}
 	err := cmd.Wait()
 	forget(cmd.Process.Pid)
-	return out.String(), err
+	return err
 }
 
 // livePIDs lists the live (not zombie) processes for which match, given
