@@ -326,31 +326,28 @@ func (a *applyRun) connect(ctx context.Context) error {
 		}
 		h.conn = conn
 		kdir := path.Join(h.Root, "etc/kubernetes")
-		out, err := conn.Output(ctx, "uname -m; hostname; { test -e "+remote.Quote(path.Join(kdir, "kubelet.conf"))+" || test -d "+remote.Quote(path.Join(kdir, "kubeboot"))+"; } && echo state; test -e "+remote.Quote(path.Join(kdir, "admin.conf"))+" && echo admin; true")
+		kubelet, own, admin := path.Join(kdir, "kubelet.conf"), path.Join(kdir, "kubeboot"), path.Join(kdir, "admin.conf")
+		facts, err := conn.Probe(ctx, kubelet, own, admin)
 		if err != nil {
 			return err
 		}
-		lines := strings.Fields(out)
-		if len(lines) < 2 {
-			return fmt.Errorf("reading the host's machine and name: %q", out)
-		}
-		if want := goarchUname[runtime.GOARCH]; lines[0] != want {
-			return fmt.Errorf("the host is %s, this kubeboot binary is for %s (%s)", lines[0], runtime.GOARCH, want)
+		if want := goarchUname[runtime.GOARCH]; facts.Machine != want {
+			return fmt.Errorf("the host is %s, this kubeboot binary is for %s (%s)", facts.Machine, runtime.GOARCH, want)
 		}
 		if h.ca, err = conn.FileSHA256(ctx, path.Join(h.Root, a.certDir(), "ca.crt")); err != nil {
 			return err
 		}
 		if h.node == "" {
-			h.node = strings.ToLower(lines[1])
+			h.node = strings.ToLower(facts.Hostname)
 		}
 		if h.record, err = h.readRecord(ctx); err != nil {
 			return err
 		}
 		// A step that did not finish may have left anything: its host is
 		// reset before the step runs again.
-		h.state = slices.Contains(lines[2:], "state") || h.record.unfinished()
-		h.admin = slices.Contains(lines[2:], "admin")
-		a.logf(h.Name(), "connected to %s (%s)", target(h.Host), lines[0])
+		h.state = facts.Exists[kubelet] || facts.Exists[own] || h.record.unfinished()
+		h.admin = facts.Exists[admin]
+		a.logf(h.Name(), "connected to %s (%s)", target(h.Host), facts.Machine)
 		return nil
 	})
 	if err != nil {
@@ -406,11 +403,14 @@ func (a *applyRun) firstDoneControlPlane() *applyHost {
 // controlPlaneEndpoint (which the operator reaches too).
 func (a *applyRun) readAdmin(ctx context.Context) error {
 	h := a.primary
-	b, err := h.conn.Output(ctx, "cat "+remote.Quote(path.Join(h.Root, kubeconfig.AdminPath)))
+	b, ok, err := h.conn.ReadFile(ctx, path.Join(h.Root, kubeconfig.AdminPath))
 	if err != nil {
 		return err
 	}
-	kc, err := clientcmd.Load([]byte(b))
+	if !ok {
+		return fmt.Errorf("%s is gone", path.Join(h.Root, kubeconfig.AdminPath))
+	}
+	kc, err := clientcmd.Load(b)
 	if err != nil {
 		return fmt.Errorf("%s: %w", kubeconfig.AdminPath, err)
 	}
@@ -892,11 +892,11 @@ func (a *applyRun) uploadCerts(ctx context.Context, certKey string) error {
 // primary, pinned.
 func (a *applyRun) joinCommand(ctx context.Context, token, certKey string) (bootstrap.JoinCommand, error) {
 	h := a.primary
-	b, err := h.conn.Output(ctx, "cat "+remote.Quote(path.Join(h.Root, a.certDir(), "ca.crt")))
+	b, _, err := h.conn.ReadFile(ctx, path.Join(h.Root, a.certDir(), "ca.crt"))
 	if err != nil {
 		return bootstrap.JoinCommand{}, fmt.Errorf("%s: reading the cluster CA: %w", h.Name(), err)
 	}
-	cas, err := certutil.ParseCertsPEM([]byte(b))
+	cas, err := certutil.ParseCertsPEM(b)
 	if err != nil || len(cas) == 0 {
 		return bootstrap.JoinCommand{}, fmt.Errorf("%s: the cluster CA: %v", h.Name(), err)
 	}
@@ -1113,12 +1113,13 @@ func ResetHosts(ctx context.Context, o ResetHostsOptions) error {
 // refuses to remove a member from an unhealthy cluster or one of two
 // members), its prompt answered here.
 func (a *applyRun) resetHost(ctx context.Context, h *applyHost, force bool) error {
-	have, err := h.conn.Output(ctx, "test -e "+remote.Quote(h.binary)+" && echo binary; test -d "+remote.Quote(path.Join(h.Root, "etc/kubernetes/kubeboot"))+" && echo node; true")
+	nodeDir := path.Join(h.Root, "etc/kubernetes/kubeboot")
+	facts, err := h.conn.Probe(ctx, h.binary, nodeDir)
 	if err != nil {
 		return err
 	}
-	if strings.Contains(have, "node") {
-		if !strings.Contains(have, "binary") {
+	if facts.Exists[nodeDir] {
+		if !facts.Exists[h.binary] {
 			return fmt.Errorf("the host has a node's state but no kubeboot at %s to reset it with", h.binary)
 		}
 		t := time.Now()
@@ -1135,7 +1136,7 @@ func (a *applyRun) resetHost(ctx context.Context, h *applyHost, force bool) erro
 	} else {
 		a.logf(h.Name(), "no node here: nothing to reset")
 	}
-	if strings.Contains(have, "binary") {
+	if facts.Exists[h.binary] {
 		rm := "rm -f " + remote.Quote(h.binary)
 		if h.Root != "/" {
 			// The directories apply made under a root of its own.

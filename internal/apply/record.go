@@ -1,6 +1,7 @@
 package apply
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -46,16 +47,12 @@ func (h *applyHost) recordFile() string { return path.Join(h.Root, applyRecordPa
 
 // readRecord reads h's record; nil when it has none.
 func (h *applyHost) readRecord(ctx context.Context) (*hostRecord, error) {
-	f := remote.Quote(h.recordFile())
-	out, err := h.conn.Output(ctx, "if [ -f "+f+" ]; then cat "+f+"; fi")
-	if err != nil {
+	out, ok, err := h.conn.ReadFile(ctx, h.recordFile())
+	if err != nil || !ok || len(bytes.TrimSpace(out)) == 0 {
 		return nil, err
 	}
-	if strings.TrimSpace(out) == "" {
-		return nil, nil
-	}
 	r := &hostRecord{}
-	if err := json.Unmarshal([]byte(out), r); err != nil || r.Step == "" {
+	if err := json.Unmarshal(out, r); err != nil || r.Step == "" {
 		return nil, fmt.Errorf("apply's record %s is unreadable (%v): remove it if the host's node works, or reset the host", h.recordFile(), err)
 	}
 	return r, nil

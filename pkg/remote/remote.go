@@ -398,6 +398,66 @@ func (h *Host) Output(ctx context.Context, cmd string) (string, error) {
 	return out.String(), nil
 }
 
+// Facts are what Probe reads of a host.
+type Facts struct {
+	// Machine is its hardware name (uname -m: x86_64, aarch64).
+	Machine string
+	// Hostname is its name.
+	Hostname string
+	// Exists tells, for each path Probe was asked about, whether it
+	// exists (a file, a directory or anything else).
+	Exists map[string]bool
+}
+
+// Probe reads, in one command, the host's machine, its name, and whether
+// each of paths exists.
+func (h *Host) Probe(ctx context.Context, paths ...string) (Facts, error) {
+	var cmd strings.Builder
+	cmd.WriteString("uname -m && hostname")
+	for _, p := range paths {
+		cmd.WriteString(" && if [ -e " + Quote(p) + " ]; then echo y; else echo n; fi")
+	}
+	out, err := h.Output(ctx, cmd.String())
+	if err != nil {
+		return Facts{}, err
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 2+len(paths) || lines[0] == "" || lines[1] == "" {
+		return Facts{}, fmt.Errorf("reading the host's machine, name and paths: %q", out)
+	}
+	f := Facts{Machine: lines[0], Hostname: lines[1], Exists: map[string]bool{}}
+	for i, p := range paths {
+		switch lines[2+i] {
+		case "y":
+			f.Exists[p] = true
+		case "n":
+			f.Exists[p] = false
+		default:
+			return Facts{}, fmt.Errorf("reading whether %s exists on the host: %q", p, lines[2+i])
+		}
+	}
+	return f, nil
+}
+
+// ReadFile reads a regular file of the host; ok is false when there is
+// none at that path.
+func (h *Host) ReadFile(ctx context.Context, file string) (data []byte, ok bool, err error) {
+	q := Quote(file)
+	// The marker says the file is there: an empty file is not a missing one.
+	out, err := h.Output(ctx, "if [ -f "+q+" ]; then echo y && cat "+q+"; else echo n; fi")
+	if err != nil {
+		return nil, false, err
+	}
+	switch marker, rest, _ := strings.Cut(out, "\n"); marker {
+	case "y":
+		return []byte(rest), true, nil
+	case "n":
+		return nil, false, nil
+	default:
+		return nil, false, fmt.Errorf("reading %s on the host: %q", file, out)
+	}
+}
+
 // FileSHA256 is the hex sha256 of a file on the host, "" when it does
 // not exist.
 func (h *Host) FileSHA256(ctx context.Context, file string) (string, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -92,6 +93,34 @@ func TestRunUploadBastion(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(dest), ".*")); len(left) != 0 {
 		t.Errorf("left behind: %v", left)
+	}
+
+	// Probe and ReadFile read the host as data: paths with spaces and
+	// quotes, an empty file apart from a missing one.
+	dir := t.TempDir()
+	odd := filepath.Join(dir, "it's a file")
+	empty := filepath.Join(dir, "empty")
+	for f, data := range map[string]string{odd: "line 1\nline 2", empty: ""} {
+		if err := os.WriteFile(f, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	missing := filepath.Join(dir, "missing")
+	facts, err := h.Probe(ctx, odd, dir, missing)
+	machine, _ := exec.Command("uname", "-m").Output()
+	hostname, _ := os.Hostname()
+	if err != nil || facts.Machine != strings.TrimSpace(string(machine)) || facts.Hostname != hostname ||
+		!facts.Exists[odd] || !facts.Exists[dir] || facts.Exists[missing] || len(facts.Exists) != 3 {
+		t.Errorf("Probe: %+v, %v", facts, err)
+	}
+	for f, want := range map[string]struct {
+		data string
+		ok   bool
+	}{odd: {"line 1\nline 2", true}, empty: {"", true}, missing: {"", false}, dir: {"", false}} {
+		data, ok, err := h.ReadFile(ctx, f)
+		if err != nil || string(data) != want.data || ok != want.ok {
+			t.Errorf("ReadFile(%s) = %q, %v, %v; want %q, %v", f, data, ok, err, want.data, want.ok)
+		}
 	}
 
 	// Through the bastion.
