@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -119,23 +121,49 @@ func stopDaemon(ctx context.Context, g *GlobalFlags, s Streams) error {
 }
 
 func newStatusCommand(g *GlobalFlags, s Streams) *cobra.Command {
-	return &cobra.Command{
+	var watch bool
+	var output string
+	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the components of this node: pid, state, readiness, restarts and log",
-		Args:  cobra.NoArgs,
+		Example: `  kubeboot status            # the node's record and its components
+  kubeboot status --watch    # then a line at each change, until interrupted
+  kubeboot status -o json    # the same as data (with --watch, one document per line)`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "" && output != "json" && output != "yaml" {
+				return fmt.Errorf("invalid output format %q: one of json, yaml", output)
+			}
+			if watch && output == "yaml" {
+				return errors.New("--watch prints one JSON document per line: -o json, or no -o")
+			}
 			fs := g.FS(false, s.Out)
 			pid := daemon.Running(fs)
 			if pid == 0 {
+				if output != "" || watch {
+					return fmt.Errorf("the kubeboot daemon is not running for %s", fs.Path("/"))
+				}
 				fmt.Fprintf(s.Out, "The kubeboot daemon is not running for %s\n", fs.Path("/"))
 				return nil
 			}
-			r, err := daemon.NewClient(fs).Status(cmd.Context())
+			c := daemon.NewClient(fs)
+			r, err := c.Status(cmd.Context())
 			if err != nil {
 				return fmt.Errorf("the kubeboot daemon runs (pid %d) but does not tell its status: %w", pid, err)
 			}
+			n, nerr := (component.Store{FS: fs}).Node()
+			if output != "" {
+				st := nodeStatus{Status: *r}
+				if nerr == nil && n.Name != "" {
+					st.Node = &n
+				}
+				if watch {
+					return watchJSON(cmd.Context(), c, s.Out, st)
+				}
+				return printAs(s.Out, output, st)
+			}
 			fmt.Fprintf(s.Out, "kubeboot daemon: pid %d, status of %s\n", pid, r.Updated.Format(time.RFC3339))
-			if n, err := (component.Store{FS: fs}).Node(); err == nil && n.Name != "" {
+			if nerr == nil && n.Name != "" {
 				fmt.Fprintf(s.Out, "%s\n", nodeLine(n))
 			}
 			fmt.Fprintln(s.Out)
@@ -147,9 +175,73 @@ func newStatusCommand(g *GlobalFlags, s Streams) *cobra.Command {
 			if err := w.Flush(); err != nil {
 				return err
 			}
-			return printManifests(fs, s.Out)
+			if err := printManifests(fs, s.Out); err != nil || !watch {
+				return err
+			}
+			return watchText(cmd.Context(), c, s.Out, *r)
 		},
 	}
+	cmd.Flags().BoolVarP(&watch, "watch", "w", false, "After the status, print each change of a component (its state, readiness, pid, restarts) as it happens, until interrupted")
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Print the node's record and its daemon's status as 'json' or 'yaml'")
+	return cmd
+}
+
+// nodeStatus is what `kubeboot status -o json` prints: the node's record
+// and its daemon's status.
+type nodeStatus struct {
+	Node   *nodestate.Node     `json:"node,omitempty"`
+	Status daemon.StatusReport `json:"status"`
+}
+
+// watchJSON prints st, then each new status of the daemon, one JSON
+// document per line, until ctx ends or the daemon does.
+func watchJSON(ctx context.Context, c *daemon.Client, out io.Writer, st nodeStatus) error {
+	enc := json.NewEncoder(out)
+	if err := enc.Encode(st); err != nil {
+		return err
+	}
+	var werr error
+	err := c.Watch(ctx, func(r daemon.StatusReport) bool {
+		if r.Updated.Equal(st.Status.Updated) {
+			return true // the status already printed
+		}
+		st.Status = r
+		werr = enc.Encode(st)
+		return werr == nil
+	})
+	return errors.Join(werr, err)
+}
+
+// watchText prints, at each change of the daemon's status, a line per
+// component whose state, readiness, pid or restarts changed (and one per
+// component gone), until ctx ends or the daemon does.
+func watchText(ctx context.Context, c *daemon.Client, out io.Writer, last daemon.StatusReport) error {
+	fmt.Fprintln(out, "\nChanges (until interrupted):")
+	w := tabwriter.NewWriter(out, 4, 4, 3, ' ', 0)
+	fmt.Fprintln(w, "TIME\tCOMPONENT\tPID\tSTATE\tREADY\tRESTARTS\tLAST EXIT")
+	w.Flush()
+	before := map[string]supervisor.Status{}
+	for _, st := range last.Components {
+		before[st.Name] = st
+	}
+	return c.Watch(ctx, func(r daemon.StatusReport) bool {
+		now := map[string]supervisor.Status{}
+		at := r.Updated.Local().Format("15:04:05.000")
+		for _, st := range r.Components {
+			now[st.Name] = st
+			if b, ok := before[st.Name]; ok && b.State == st.State && b.Ready == st.Ready && b.PID == st.PID && b.Restarts == st.Restarts {
+				continue
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%d\t%s\n", at, st.Name, pidString(st), st.State, st.Ready, st.Restarts, st.LastExit)
+		}
+		for name := range before {
+			if _, ok := now[name]; !ok {
+				fmt.Fprintf(w, "%s\t%s\t-\tgone\t-\t-\t\n", at, name)
+			}
+		}
+		before = now
+		return w.Flush() == nil
+	})
 }
 
 // nodeLine is the node's record in one line: "node cp1 (control-plane),

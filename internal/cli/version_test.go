@@ -98,3 +98,25 @@ func TestVersionOutput(t *testing.T) {
 		t.Errorf("version -o xml: exit %d, %q", code, errOut)
 	}
 }
+
+// status refuses an output it does not print, and says when no daemon
+// runs: in words without -o, as an error when a program asked for data.
+func TestStatusOutputs(t *testing.T) {
+	root := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		out  string
+		err  string
+	}{
+		{[]string{"-o", "xml"}, "", `invalid output format "xml"`},
+		{[]string{"--watch", "-o", "yaml"}, "", "--watch prints one JSON document per line"},
+		{nil, "The kubeboot daemon is not running for " + root, ""},
+		{[]string{"-o", "json"}, "", "the kubeboot daemon is not running for " + root},
+		{[]string{"--watch"}, "", "the kubeboot daemon is not running"},
+	} {
+		out, errOut, code := run(t, append([]string{"status", "--root", root}, c.args...)...)
+		if (code == 0) != (c.err == "") || !strings.Contains(out, c.out) || !strings.Contains(errOut, c.err) {
+			t.Errorf("status %v: exit %d, stdout %q, stderr %q; want %q / %q", c.args, code, out, errOut, c.out, c.err)
+		}
+	}
+}

@@ -278,6 +278,29 @@ func TestDevSwap(t *testing.T) {
 		}
 	}
 
+	// `status --watch` shows each change as it happens; -o json is the
+	// same as data.
+	watch := h.Kubeboot("status", "--watch")
+	var watchOut nethost.LockedBuffer
+	watch.Stdout, watch.Stderr = &watchOut, &watchOut
+	if err := nethost.Start(watch); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		watch.Process.Kill()
+		watch.Wait()
+	}()
+	var asData struct {
+		Node   struct{ Name string }
+		Status struct {
+			PID        int
+			Components []struct{ Name, State string }
+		}
+	}
+	if o := kb(t, h, "status", "-o", "json"); json.Unmarshal([]byte(o), &asData) != nil || asData.Node.Name != "swap" || asData.Status.PID == 0 || len(asData.Status.Components) == 0 {
+		t.Errorf("status -o json:\n%s", o)
+	}
+
 	// The swap waits for our process to answer the probe.
 	swap := h.Kubeboot("dev", "swap", "kube-scheduler")
 	var swapOut nethost.LockedBuffer
@@ -296,6 +319,14 @@ func TestDevSwap(t *testing.T) {
 	if st := kb(t, h, "status"); !strings.Contains(grepLines(st, "kube-scheduler"), "swapped") {
 		t.Errorf("status does not show the scheduler swapped:\n%s", st)
 	}
+	eventually(t, 10*time.Second, 100*time.Millisecond, "status --watch shows the swap", func() error {
+		_, changes, _ := strings.Cut(watchOut.String(), "Changes (until interrupted):")
+		if !strings.Contains(grepLines(changes, "kube-scheduler"), "swapped") {
+			return fmt.Errorf("not yet:\n%s", watchOut.String())
+		}
+		t.Logf("status --watch, the swap:\n%s", grepLines(changes, "kube-scheduler"))
+		return nil
+	})
 	pod := func(name string) {
 		f := filepath.Join(t.TempDir(), name+".yaml")
 		os.WriteFile(f, []byte(fmt.Sprintf("apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\nspec:\n  containers: [{name: c, image: %s, imagePullPolicy: IfNotPresent}]\n", name, images.TestServer)), 0o644)
