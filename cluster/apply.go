@@ -12,6 +12,26 @@ type ApplyOptions = apply.Options
 // ApplyResult is what Apply did.
 type ApplyResult = apply.Result
 
+// ApplyPlan is what Apply does, decided from every host's state before it
+// changes anything (ApplyResult.Plan; a dry run's whole result).
+type ApplyPlan = apply.Plan
+
+// ApplyHostStep is what Apply does to one host of the file; ApplyOtherNode
+// is a Node of the cluster no host of the file is (pruned or left alone).
+type (
+	ApplyHostStep  = apply.HostStep
+	ApplyOtherNode = apply.OtherNode
+	ApplyAction    = apply.Action
+)
+
+// The actions of a host's step.
+const (
+	ApplyNothing          = apply.Nothing
+	ApplyInit             = apply.Init
+	ApplyJoinControlPlane = apply.JoinControlPlane
+	ApplyJoinWorker       = apply.JoinWorker
+)
+
 // ResetHostsOptions are what `kubeboot reset -f` takes.
 type ResetHostsOptions = apply.ResetHostsOptions
 

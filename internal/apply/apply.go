@@ -408,7 +408,7 @@ func (a *applyRun) readAdmin(ctx context.Context) error {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%s is gone", path.Join(h.Root, kubeconfig.AdminPath))
+		return fmt.Errorf("%s is not a file", path.Join(h.Root, kubeconfig.AdminPath))
 	}
 	kc, err := clientcmd.Load(b)
 	if err != nil {
@@ -892,7 +892,11 @@ func (a *applyRun) uploadCerts(ctx context.Context, certKey string) error {
 // primary, pinned.
 func (a *applyRun) joinCommand(ctx context.Context, token, certKey string) (bootstrap.JoinCommand, error) {
 	h := a.primary
-	b, _, err := h.conn.ReadFile(ctx, path.Join(h.Root, a.certDir(), "ca.crt"))
+	ca := path.Join(h.Root, a.certDir(), "ca.crt")
+	b, ok, err := h.conn.ReadFile(ctx, ca)
+	if err == nil && !ok {
+		err = fmt.Errorf("%s is not a file", ca)
+	}
 	if err != nil {
 		return bootstrap.JoinCommand{}, fmt.Errorf("%s: reading the cluster CA: %w", h.Name(), err)
 	}

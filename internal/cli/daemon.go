@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -193,18 +195,13 @@ type nodeStatus struct {
 	Status daemon.StatusReport `json:"status"`
 }
 
-// watchJSON prints st, then each new status of the daemon, one JSON
-// document per line, until ctx ends or the daemon does.
+// watchJSON prints the daemon's status with the node's record at once and
+// at each change, one JSON document per line, until ctx ends or the
+// daemon does. The watch's first report is the status now.
 func watchJSON(ctx context.Context, c *daemon.Client, out io.Writer, st nodeStatus) error {
 	enc := json.NewEncoder(out)
-	if err := enc.Encode(st); err != nil {
-		return err
-	}
 	var werr error
 	err := c.Watch(ctx, func(r daemon.StatusReport) bool {
-		if r.Updated.Equal(st.Status.Updated) {
-			return true // the status already printed
-		}
 		st.Status = r
 		werr = enc.Encode(st)
 		return werr == nil
@@ -216,15 +213,15 @@ func watchJSON(ctx context.Context, c *daemon.Client, out io.Writer, st nodeStat
 // component whose state, readiness, pid or restarts changed (and one per
 // component gone), until ctx ends or the daemon does.
 func watchText(ctx context.Context, c *daemon.Client, out io.Writer, last daemon.StatusReport) error {
+	const row = "%-12s  %-23s  %-7s  %-8s  %-5s  %-8s  %s\n"
 	fmt.Fprintln(out, "\nChanges (until interrupted):")
-	w := tabwriter.NewWriter(out, 4, 4, 3, ' ', 0)
-	fmt.Fprintln(w, "TIME\tCOMPONENT\tPID\tSTATE\tREADY\tRESTARTS\tLAST EXIT")
-	w.Flush()
+	fmt.Fprintf(out, row, "TIME", "COMPONENT", "PID", "STATE", "READY", "RESTARTS", "LAST EXIT")
 	before := map[string]supervisor.Status{}
 	for _, st := range last.Components {
 		before[st.Name] = st
 	}
-	return c.Watch(ctx, func(r daemon.StatusReport) bool {
+	var werr error
+	err := c.Watch(ctx, func(r daemon.StatusReport) bool {
 		now := map[string]supervisor.Status{}
 		at := r.Updated.Local().Format("15:04:05.000")
 		for _, st := range r.Components {
@@ -232,16 +229,17 @@ func watchText(ctx context.Context, c *daemon.Client, out io.Writer, last daemon
 			if b, ok := before[st.Name]; ok && b.State == st.State && b.Ready == st.Ready && b.PID == st.PID && b.Restarts == st.Restarts {
 				continue
 			}
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%v\t%d\t%s\n", at, st.Name, pidString(st), st.State, st.Ready, st.Restarts, st.LastExit)
+			_, werr = fmt.Fprintf(out, row, at, st.Name, pidString(st), st.State, fmt.Sprint(st.Ready), fmt.Sprint(st.Restarts), st.LastExit)
 		}
-		for name := range before {
+		for _, name := range slices.Sorted(maps.Keys(before)) {
 			if _, ok := now[name]; !ok {
-				fmt.Fprintf(w, "%s\t%s\t-\tgone\t-\t-\t\n", at, name)
+				_, werr = fmt.Fprintf(out, row, at, name, "-", "gone", "-", "-", "")
 			}
 		}
 		before = now
-		return w.Flush() == nil
+		return werr == nil
 	})
+	return errors.Join(werr, err)
 }
 
 // nodeLine is the node's record in one line: "node cp1 (control-plane),

@@ -30,7 +30,22 @@ type OwnConfig interface {
 // is an object with one member, named by the component's OwnKind.Key
 // ({"certRenewer": {...}}), as when Own was a struct of one pointer per
 // component.
-type Own struct{ Config OwnConfig }
+type Own struct {
+	Config OwnConfig
+	// unread names what a spec carried that this kubeboot does not know
+	// (a component of another release, several configurations): only
+	// that component is refused, by Validate, as when Own was a struct.
+	unread string
+}
+
+// missing tells whether c is no configuration: nil, or a nil pointer.
+func missing(c OwnConfig) bool {
+	if c == nil {
+		return true
+	}
+	v := reflect.ValueOf(c)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
 
 // OwnOf is the configuration of type T that o carries, or T's zero value
 // (nil) when o is nil or carries another.
@@ -60,7 +75,7 @@ func ownKind(c OwnConfig) (Declared, bool) {
 
 // MarshalJSON writes {"<key>": config}.
 func (o Own) MarshalJSON() ([]byte, error) {
-	if o.Config == nil {
+	if missing(o.Config) {
 		return []byte("{}"), nil
 	}
 	d, ok := ownKind(o.Config)
@@ -70,20 +85,27 @@ func (o Own) MarshalJSON() ([]byte, error) {
 	return json.Marshal(map[string]OwnConfig{d.Own.Key: o.Config})
 }
 
-// UnmarshalJSON reads {"<key>": config} into the type declared for key.
+// UnmarshalJSON reads {"<key>": config} into the type declared for key
+// (matched as encoding/json matches a struct's fields: case aside). A key
+// no component declares, or several keys, leave no configuration and
+// make Validate refuse the spec: one spec this kubeboot cannot run (of a
+// later release, after a downgrade) must not stop the node's others from
+// loading.
 func (o *Own) UnmarshalJSON(b []byte) error {
 	var members map[string]json.RawMessage
 	if err := json.Unmarshal(b, &members); err != nil {
 		return err
 	}
-	o.Config = nil
+	o.Config, o.unread = nil, ""
 	if len(members) > 1 {
-		return fmt.Errorf("an own component's configuration has one member, not %d (%s)", len(members), strings.Join(slices.Sorted(maps.Keys(members)), ", "))
+		o.unread = fmt.Sprintf("%d configurations (%s)", len(members), strings.Join(slices.Sorted(maps.Keys(members)), ", "))
+		return nil
 	}
 	for key, raw := range members {
-		i := slices.IndexFunc(Table, func(d Declared) bool { return d.Own != nil && d.Own.Key == key })
+		i := slices.IndexFunc(Table, func(d Declared) bool { return d.Own != nil && strings.EqualFold(d.Own.Key, key) })
 		if i < 0 {
-			return fmt.Errorf("%q is no own component's configuration", key)
+			o.unread = fmt.Sprintf("the configuration %q, which this kubeboot does not know (written by another release?)", key)
+			return nil
 		}
 		c := Table[i].Own.New()
 		if err := json.Unmarshal(raw, c); err != nil {
@@ -172,7 +194,10 @@ type StorageScalerConfig struct {
 // Validate checks that o carries the configuration of component name, with
 // what it cannot run without.
 func (o *Own) Validate(name string) error {
-	if o == nil || o.Config == nil {
+	if o != nil && o.unread != "" {
+		return fmt.Errorf("the %s spec carries %s", name, o.unread)
+	}
+	if o == nil || missing(o.Config) {
 		return fmt.Errorf("the %s spec carries no configuration", name)
 	}
 	if d, ok := ownKind(o.Config); !ok || d.Name != name {

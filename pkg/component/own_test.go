@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,16 +159,69 @@ func TestOwnJSON(t *testing.T) {
 	if err != nil || !strings.Contains(written, string(b)) {
 		t.Errorf("written back as %s (%v), want the member of %s", b, err, written)
 	}
+	// The keys specs on disk carry, as the struct of pointers named them.
+	var declared []string
+	for _, d := range Table {
+		if d.Own != nil {
+			declared = append(declared, d.Own.Key)
+		}
+	}
+	if got, want := strings.Join(slices.Sorted(slices.Values(declared)), " "), "apiServerLB caAgent certRenewer csrApprover etcdSnapshotter manifestApplier storageScaler"; got != want {
+		t.Errorf("the declared keys are %s, want %s (specs on disk carry these)", got, want)
+	}
+	// What does not parse is an error; what this kubeboot does not know
+	// (another release's component, two configurations) reads, and only
+	// its own spec is refused.
 	for in, want := range map[string]string{
-		`{"nope":{}}`:                     `"nope" is no own component's configuration`,
-		`{"caAgent":{},"apiServerLB":{}}`: "one member, not 2 (apiServerLB, caAgent)",
-		`{"caAgent":{"nodeName":1}}`:      "caAgent: json: cannot unmarshal",
-		`[]`:                              "cannot unmarshal array",
+		`{"caAgent":{"nodeName":1}}`: "caAgent: json: cannot unmarshal",
+		`[]`:                         "cannot unmarshal array",
 	} {
 		var o Own
 		if err := json.Unmarshal([]byte(in), &o); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", in, err, want)
 		}
+	}
+	for in, want := range map[string]string{
+		`{"dnsScaler":{}}`:                `the configuration "dnsScaler", which this kubeboot does not know`,
+		`{"caAgent":{},"apiServerLB":{}}`: "2 configurations (apiServerLB, caAgent)",
+	} {
+		var o Own
+		if err := json.Unmarshal([]byte(in), &o); err != nil {
+			t.Errorf("%s: %v", in, err)
+		}
+		if err := o.Validate(CAAgent); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: Validate: %v, want %q", in, err, want)
+		}
+	}
+	// A node's spec of such a component does not stop its others from
+	// loading (the daemon then refuses that one alone).
+	fs := fsys.NewRoot(t.TempDir())
+	if err := fs.MkdirAll(SpecDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string]string{
+		"dns-scaler": `{"name":"dns-scaler","args":["--root","/","dns-scaler"],"own":{"dnsScaler":{"kubeconfig":"/k"}}}`,
+		CSRApprover:  `{"name":"csr-approver","args":["--root","/","csr-approver"],"own":{"csrApprover":{"kubeconfig":"/k"}}}`,
+	} {
+		if err := fs.WriteFile(SpecPath(name), []byte(b), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if specs, err := (Store{FS: fs}).Load(); err != nil || len(specs) != 2 {
+		t.Errorf("a spec of another release among the node's: %d specs, %v", len(specs), err)
+	}
+
+	// Keys match as a struct's fields did: case aside.
+	var folded Own
+	if err := json.Unmarshal([]byte(`{"CAAgent":{"nodeName":"n","validity":"1h"}}`), &folded); err != nil || OwnOf[*CAAgentConfig](&folded) == nil {
+		t.Errorf("a key in another case: %+v, %v", folded, err)
+	}
+	// A nil configuration of a declared type is none.
+	if err := (&Own{Config: (*CertRenewerConfig)(nil)}).Validate(CertRenewer); err == nil || !strings.Contains(err.Error(), "carries no configuration") {
+		t.Errorf("a nil *CertRenewerConfig: %v", err)
+	}
+	if b, err := json.Marshal(Own{Config: (*CertRenewerConfig)(nil)}); err != nil || string(b) != "{}" {
+		t.Errorf("a nil *CertRenewerConfig written as %s, %v", b, err)
 	}
 	if _, err := json.Marshal(Own{Config: otherConfig{}}); err == nil {
 		t.Error("a configuration no component declares: written")

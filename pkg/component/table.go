@@ -80,7 +80,7 @@ var Table = []Declared{
 		Own: own[APIServerLBConfig]("apiServerLB", "Run the node-local API server load balancer")},
 }
 
-// InDaemon are kubeboot's own components (Declared.InDaemon), in the
+// InDaemon are kubeboot's own components (Declared.Own set), in the
 // table's order.
 var InDaemon = names(func(d Declared) bool { return d.Own != nil })
 
