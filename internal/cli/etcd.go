@@ -67,7 +67,7 @@ keep the CA keys. ` + "`kubeboot etcd snapshot restore FILE`" + ` brings it back
 			if cfg.Cluster.Etcd.External != nil {
 				return fmt.Errorf("the cluster's etcd is external: back it up where it runs")
 			}
-			node := etcdbackup.MemberName(fs)
+			node := component.Store{FS: fs}.EtcdMember()
 			start := time.Now()
 			m, err := etcdbackup.Save(ctx, fs, cfg, node, args[0])
 			if err != nil {

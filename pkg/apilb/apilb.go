@@ -38,7 +38,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubeboot/kubeboot/pkg/fsys"
-	"github.com/kubeboot/kubeboot/pkg/node"
 )
 
 // Options configure a balancer.
@@ -52,8 +51,10 @@ type Options struct {
 	// CAFile, when set, is where CAData was read from: it is read again
 	// when it changes (a rotation of the cluster CA).
 	CAFile string
-	// FS holds the state file; nil keeps no state.
-	FS fsys.FS
+	// FS holds the state file, at StateFile (a node path, under the
+	// node's root); nil, or no StateFile, keeps no state.
+	FS        fsys.FS
+	StateFile string
 	// Interval between health checks (default 1 s).
 	Interval time.Duration
 	Logf     func(format string, args ...any)
@@ -426,10 +427,10 @@ type state struct {
 }
 
 func (b *Balancer) readState() []string {
-	if b.o.FS == nil {
+	if b.o.FS == nil || b.o.StateFile == "" {
 		return nil
 	}
-	data, err := b.o.FS.ReadFile(node.APIServerLBState)
+	data, err := b.o.FS.ReadFile(b.o.StateFile)
 	if err != nil {
 		return nil
 	}
@@ -441,12 +442,12 @@ func (b *Balancer) readState() []string {
 }
 
 func (b *Balancer) writeStateLocked() {
-	if b.o.FS == nil {
+	if b.o.FS == nil || b.o.StateFile == "" {
 		return
 	}
 	s := state{Seed: b.o.Seed, Servers: b.learned}
 	data, _ := json.MarshalIndent(s, "", "  ")
-	if err := b.o.FS.WriteFile(node.APIServerLBState, append(data, '\n'), 0o644); err != nil {
-		b.o.Logf("writing %s: %v", b.o.FS.Path(node.APIServerLBState), err)
+	if err := b.o.FS.WriteFile(b.o.StateFile, append(data, '\n'), 0o644); err != nil {
+		b.o.Logf("writing %s: %v", b.o.FS.Path(b.o.StateFile), err)
 	}
 }

@@ -2,12 +2,23 @@ package component
 
 import (
 	"encoding/json"
+	"os"
 	"path"
 	"strings"
 
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/nodestate"
 )
+
+// EtcdMember is this node's etcd member name, from its record (the host
+// name when it has none).
+func (s Store) EtcdMember() string {
+	if n, err := s.Node(); err == nil && n.Etcd != nil && n.Etcd.Name != "" {
+		return n.Etcd.Name
+	}
+	host, _ := os.Hostname()
+	return host
+}
 
 // Node is the record of the node under s (package nodestate) or, on a
 // node made before records were, the same facts read from the flags its

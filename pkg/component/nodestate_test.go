@@ -89,3 +89,26 @@ func TestNodeOfAnOldWorker(t *testing.T) {
 		t.Errorf("Node() = %+v, want %+v", got, want)
 	}
 }
+
+// The etcd member a snapshot is named for is the record's, and the host's
+// name on a node that has none (a worker).
+func TestEtcdMember(t *testing.T) {
+	fs := fsys.NewRoot(t.TempDir())
+	host, _ := os.Hostname()
+	if got := (Store{FS: fs}).EtcdMember(); got != host {
+		t.Errorf("no record: member %q, want the host name %q", got, host)
+	}
+	if err := nodestate.Write(fs, nodestate.Node{Name: "cp1", Role: nodestate.Worker}); err != nil {
+		t.Fatal(err)
+	}
+	if got := (Store{FS: fs}).EtcdMember(); got != host {
+		t.Errorf("a worker's record: member %q, want the host name %q", got, host)
+	}
+	n := nodestate.Node{Name: "cp1", Role: nodestate.ControlPlane, Etcd: &nodestate.EtcdMember{Name: "etcd-cp1", DataDir: "/var/lib/etcd", PeerURL: "https://10.0.0.1:2380"}}
+	if err := nodestate.Write(fs, n); err != nil {
+		t.Fatal(err)
+	}
+	if got := (Store{FS: fs}).EtcdMember(); got != "etcd-cp1" {
+		t.Errorf("a control plane's record: member %q, want etcd-cp1", got)
+	}
+}

@@ -3,11 +3,9 @@ package etcdbackup
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/kubeboot/kubeboot/pkg/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/bootstrap"
-	"github.com/kubeboot/kubeboot/pkg/component"
 	"github.com/kubeboot/kubeboot/pkg/config"
 	"github.com/kubeboot/kubeboot/pkg/fsys"
 	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
@@ -22,14 +20,4 @@ func LocalCluster(ctx context.Context, fs fsys.FS) (*config.Config, error) {
 		return nil, fmt.Errorf("%w: run this on a control-plane node", err)
 	}
 	return bootstrap.FetchConfig(ctx, c, admin)
-}
-
-// MemberName is this node's etcd member name, from its record (the host
-// name when it has no member).
-func MemberName(fs fsys.FS) string {
-	if n, err := (component.Store{FS: fs}).Node(); err == nil && n.Etcd != nil && n.Etcd.Name != "" {
-		return n.Etcd.Name
-	}
-	host, _ := os.Hostname()
-	return host
 }

@@ -159,7 +159,7 @@ func apiServerLB(fs fsys.FS, c *component.APIServerLBConfig, logf func(string, .
 		if listen == "" {
 			listen = fmt.Sprintf("127.0.0.1:%d", node.APIServerLBPort)
 		}
-		b, err := apilb.New(apilb.Options{Listen: listen, Seed: c.Seed, CAData: ca, CAFile: c.CAFile, FS: fs, Logf: logf})
+		b, err := apilb.New(apilb.Options{Listen: listen, Seed: c.Seed, CAData: ca, CAFile: c.CAFile, FS: fs, StateFile: node.APIServerLBState, Logf: logf})
 		if err != nil {
 			return nil, err
 		}

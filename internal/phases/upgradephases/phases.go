@@ -273,7 +273,7 @@ func runEtcdSnapshot(ctx context.Context, d *Data) error {
 		return err
 	}
 	file := filepath.Join(dir, fmt.Sprintf("pre-upgrade-v%s-%s.snapshot", t.APIServer, time.Now().UTC().Format("20060102T150405Z")))
-	m, err := etcdbackup.Save(ctx, d.FS, cfg, etcdbackup.MemberName(d.FS), file)
+	m, err := etcdbackup.Save(ctx, d.FS, cfg, component.Store{FS: d.FS}.EtcdMember(), file)
 	if err != nil {
 		return fmt.Errorf("the etcd snapshot before the upgrade: %w", err)
 	}
