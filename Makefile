@@ -24,11 +24,11 @@ VERSION_LDFLAGS = \
 	-X k8s.io/client-go/pkg/version.gitCommit= \
 	-X k8s.io/client-go/pkg/version.gitTreeState=clean \
 	-X k8s.io/client-go/pkg/version.buildDate=$(BUILD_DATE) \
-	-X github.com/kubeboot/kubeboot/pkg/version.Kubernetes=$(KUBE_VERSION) \
-	-X github.com/kubeboot/kubeboot/pkg/version.Etcd=$(ETCD_VERSION) \
+	-X github.com/kubeboot/kubeboot/internal/base/version.Kubernetes=$(KUBE_VERSION) \
+	-X github.com/kubeboot/kubeboot/internal/base/version.Etcd=$(ETCD_VERSION) \
 	-X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION:v%=%) \
-	-X github.com/kubeboot/kubeboot/pkg/version.Containerd=$(CONTAINERD_VERSION:v%=%) \
-	-X github.com/kubeboot/kubeboot/pkg/version.GitCommit=$(COMMIT)
+	-X github.com/kubeboot/kubeboot/internal/base/version.Containerd=$(CONTAINERD_VERSION:v%=%) \
+	-X github.com/kubeboot/kubeboot/internal/base/version.GitCommit=$(COMMIT)
 
 # The same code reporting the next patch release: the end-to-end test of
 # `kubeboot upgrade` upgrades a cluster to it (one Kubernetes version is
@@ -39,7 +39,7 @@ NEXT_VERSION := $(shell echo $(KUBE_VERSION) | awk -F. '{print $$1"."$$2"."$$3+1
 # Static (CGO_ENABLED=0): the same binary runs on the host and as the only
 # file of the images kubeboot builds, where there is no dynamic loader.
 # First the per-pod helpers (the runc shim, pause, the CNI plugins), small
-# binaries of their own that kubeboot embeds (pkg/helpers).
+# binaries of their own that kubeboot embeds (internal/host/helpers).
 build: helpers
 	CGO_ENABLED=0 go build -tags kubeboot_helpers -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(OUT)/kubeboot ./cmd/kubeboot
 
@@ -53,7 +53,7 @@ bench-scale:
 	CGO_ENABLED=0 go build -tags kubeboot_helpers -ldflags "$(VERSION_LDFLAGS)" -o $(OUT)/kubeboot-bench-scale ./bench/scale
 
 helpers:
-	go run ./hack/helpers -o pkg/helpers/bin
+	go run ./hack/helpers -o internal/host/helpers/bin
 
 # The Go API module (api/, a module of its own) first.
 test-short:

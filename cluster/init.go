@@ -9,14 +9,14 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	netutils "k8s.io/utils/net"
 
+	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/host/hardening"
+	"github.com/kubeboot/kubeboot/internal/host/node"
+	"github.com/kubeboot/kubeboot/internal/kube/manifests"
 	"github.com/kubeboot/kubeboot/internal/phases/initphases"
-	"github.com/kubeboot/kubeboot/internal/workflow"
+	"github.com/kubeboot/kubeboot/internal/phases/workflow"
+	"github.com/kubeboot/kubeboot/internal/runtime/daemon"
 	"github.com/kubeboot/kubeboot/pkg/config"
-	"github.com/kubeboot/kubeboot/pkg/daemon"
-	"github.com/kubeboot/kubeboot/pkg/hardening"
-	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
-	"github.com/kubeboot/kubeboot/pkg/manifests"
-	"github.com/kubeboot/kubeboot/pkg/node"
 )
 
 // InitOptions are what `kubeboot init` takes.

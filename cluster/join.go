@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"path"
 
+	"github.com/kubeboot/kubeboot/internal/certs/bootstrap"
+	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
 	"github.com/kubeboot/kubeboot/internal/phases/joinphases"
-	"github.com/kubeboot/kubeboot/internal/workflow"
-	"github.com/kubeboot/kubeboot/pkg/bootstrap"
+	"github.com/kubeboot/kubeboot/internal/phases/workflow"
 	"github.com/kubeboot/kubeboot/pkg/config"
-	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
 )
 
 // JoinCommand is what a node needs to join a cluster with a bootstrap

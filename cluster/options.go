@@ -7,10 +7,10 @@ import (
 	"os"
 	"os/exec"
 
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/host/node"
+	"github.com/kubeboot/kubeboot/internal/runtime/explain"
 	"github.com/kubeboot/kubeboot/pkg/config"
-	"github.com/kubeboot/kubeboot/pkg/explain"
-	"github.com/kubeboot/kubeboot/pkg/fsys"
-	"github.com/kubeboot/kubeboot/pkg/node"
 )
 
 // Node says where a node lives and how its run reports: the options Init,

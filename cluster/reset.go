@@ -5,9 +5,9 @@ import (
 	"io"
 
 	"github.com/kubeboot/kubeboot/internal/phases/resetphases"
-	"github.com/kubeboot/kubeboot/internal/workflow"
-	"github.com/kubeboot/kubeboot/pkg/daemon"
-	"github.com/kubeboot/kubeboot/pkg/explain"
+	"github.com/kubeboot/kubeboot/internal/phases/workflow"
+	"github.com/kubeboot/kubeboot/internal/runtime/daemon"
+	"github.com/kubeboot/kubeboot/internal/runtime/explain"
 )
 
 // ResetOptions are what `kubeboot reset` takes.

@@ -16,11 +16,11 @@ import (
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/bootstraptoken/clusterinfo"
 
-	"github.com/kubeboot/kubeboot/pkg/apiclient"
-	"github.com/kubeboot/kubeboot/pkg/component"
-	"github.com/kubeboot/kubeboot/pkg/etcdbackup"
-	"github.com/kubeboot/kubeboot/pkg/fsys"
-	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/etcd/etcdbackup"
+	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
+	"github.com/kubeboot/kubeboot/internal/runtime/component"
 )
 
 // RestoreOptions are what `kubeboot etcd snapshot restore` takes.

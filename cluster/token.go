@@ -3,7 +3,7 @@ package cluster
 import (
 	"context"
 
-	"github.com/kubeboot/kubeboot/pkg/bootstrap"
+	"github.com/kubeboot/kubeboot/internal/certs/bootstrap"
 )
 
 // TokenOptions are what `kubeboot token create` takes.

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/kubeboot/kubeboot/internal/phases/upgradephases"
-	"github.com/kubeboot/kubeboot/internal/workflow"
-	"github.com/kubeboot/kubeboot/pkg/upgrade"
+	"github.com/kubeboot/kubeboot/internal/phases/workflow"
+	"github.com/kubeboot/kubeboot/internal/runtime/upgrade"
 )
 
 // UpgradeOptions are what `kubeboot upgrade apply|node|plan` take.

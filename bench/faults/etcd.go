@@ -9,8 +9,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc"
 
-	"github.com/kubeboot/kubeboot/pkg/etcdbackup"
-	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/etcd/etcdbackup"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 

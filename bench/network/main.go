@@ -27,7 +27,7 @@ import (
 
 	"github.com/kubeboot/kubeboot/bench/internal/benchutil"
 	"github.com/kubeboot/kubeboot/bench/internal/hacluster"
-	"github.com/kubeboot/kubeboot/pkg/images"
+	"github.com/kubeboot/kubeboot/internal/host/images"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 

@@ -56,7 +56,7 @@ import (
 	"github.com/kubeboot/kubeboot/bench/internal/benchutil"
 	"github.com/kubeboot/kubeboot/bench/internal/hacluster"
 	"github.com/kubeboot/kubeboot/bench/internal/slo"
-	"github.com/kubeboot/kubeboot/pkg/images"
+	"github.com/kubeboot/kubeboot/internal/host/images"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 

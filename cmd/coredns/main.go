@@ -23,7 +23,7 @@ import (
 	_ "github.com/coredns/coredns/plugin/ready"
 	_ "github.com/coredns/coredns/plugin/reload"
 
-	"github.com/kubeboot/kubeboot/internal/settle"
+	"github.com/kubeboot/kubeboot/internal/programs/settle"
 )
 
 func main() {

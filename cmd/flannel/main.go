@@ -46,10 +46,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/kubeboot/kubeboot/internal/healthz"
-	"github.com/kubeboot/kubeboot/internal/nodewait"
-	"github.com/kubeboot/kubeboot/internal/settle"
-	"github.com/kubeboot/kubeboot/pkg/cni"
+	"github.com/kubeboot/kubeboot/internal/network/cni"
+	"github.com/kubeboot/kubeboot/internal/network/healthz"
+	"github.com/kubeboot/kubeboot/internal/network/nodewait"
+	"github.com/kubeboot/kubeboot/internal/programs/settle"
 )
 
 type options struct {

@@ -32,9 +32,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/kubeboot/kubeboot/internal/healthz"
-	"github.com/kubeboot/kubeboot/internal/nodewait"
-	"github.com/kubeboot/kubeboot/internal/settle"
+	"github.com/kubeboot/kubeboot/internal/network/healthz"
+	"github.com/kubeboot/kubeboot/internal/network/nodewait"
+	"github.com/kubeboot/kubeboot/internal/programs/settle"
 )
 
 func main() {

@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 
 	// First: kubectl's catalogs load only in kubectl (see the package).
-	_ "github.com/kubeboot/kubeboot/internal/kubectli18n"
+	_ "github.com/kubeboot/kubeboot/internal/programs/kubectli18n"
 
 	"github.com/kubeboot/kubeboot/internal/cli"
-	"github.com/kubeboot/kubeboot/internal/embedded"
-	"github.com/kubeboot/kubeboot/pkg/supervisor"
+	"github.com/kubeboot/kubeboot/internal/programs/embedded"
+	"github.com/kubeboot/kubeboot/internal/runtime/supervisor"
 )
 
 func main() {

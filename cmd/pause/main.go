@@ -7,7 +7,7 @@ package main
 import (
 	"os"
 
-	"github.com/kubeboot/kubeboot/internal/pause"
+	"github.com/kubeboot/kubeboot/internal/programs/pause"
 )
 
 func main() { os.Exit(pause.Main()) }

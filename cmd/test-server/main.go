@@ -7,7 +7,7 @@ package main
 import (
 	"os"
 
-	"github.com/kubeboot/kubeboot/internal/testserver"
+	"github.com/kubeboot/kubeboot/internal/programs/testserver"
 )
 
 func main() { os.Exit(testserver.Main(os.Args[1:])) }

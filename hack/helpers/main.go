@@ -1,10 +1,10 @@
 // Command helpers builds the per-pod helpers kubeboot carries (see package
-// pkg/helpers) from their main packages at the versions go.mod pins,
+// internal/host/helpers) from their main packages at the versions go.mod pins,
 // static and stripped, and writes them zstd-compressed with their manifest
 // into the directory the kubeboot_helpers build embeds. `make build` runs
 // it before building kubeboot.
 //
-//	go run ./hack/helpers [-o pkg/helpers/bin]
+//	go run ./hack/helpers [-o internal/host/helpers/bin]
 package main
 
 import (
@@ -21,7 +21,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/kubeboot/kubeboot/pkg/helpers"
+	"github.com/kubeboot/kubeboot/internal/host/helpers"
 )
 
 // The helpers: file name → main package. go build names each binary
@@ -47,7 +47,7 @@ var packages = map[string]string{
 var buildAlone = map[string]bool{helpers.LocalPathProvisioner: true}
 
 func main() {
-	out := flag.String("o", "pkg/helpers/bin", "directory to write the compressed helpers and their manifest to")
+	out := flag.String("o", "internal/host/helpers/bin", "directory to write the compressed helpers and their manifest to")
 	flag.Parse()
 	if err := run(*out); err != nil {
 		fmt.Fprintln(os.Stderr, "helpers:", err)

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kubeboot/kubeboot/pkg/remote"
-	"github.com/kubeboot/kubeboot/pkg/version"
+	"github.com/kubeboot/kubeboot/internal/base/version"
+	"github.com/kubeboot/kubeboot/internal/host/remote"
 )
 
 // applyRecordPath is, under a host's root, apply's record of the step it

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeboot/kubeboot/internal/base/version"
+	"github.com/kubeboot/kubeboot/internal/host/remote"
+	"github.com/kubeboot/kubeboot/internal/host/remote/remotetest"
 	"github.com/kubeboot/kubeboot/pkg/clusterfile"
-	"github.com/kubeboot/kubeboot/pkg/remote"
-	"github.com/kubeboot/kubeboot/pkg/remote/remotetest"
-	"github.com/kubeboot/kubeboot/pkg/version"
 )
 
 // fakeHosts are hosts of a cluster file that are in-process SSH servers

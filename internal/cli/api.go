@@ -14,8 +14,8 @@ import (
 
 	"github.com/kubeboot/kubeboot/api/wire"
 	"github.com/kubeboot/kubeboot/cluster"
+	"github.com/kubeboot/kubeboot/internal/base/version"
 	"github.com/kubeboot/kubeboot/pkg/config"
-	"github.com/kubeboot/kubeboot/pkg/version"
 )
 
 // newAPICommand answers one request of kubeboot's Go API module

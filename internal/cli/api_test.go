@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/kubeboot/kubeboot/api/wire"
-	"github.com/kubeboot/kubeboot/pkg/version"
+	"github.com/kubeboot/kubeboot/internal/base/version"
 )
 
 // TestAPIAnswers: the binary's side of the Go API, on requests refused

@@ -16,14 +16,14 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/util/duration"
 
-	"github.com/kubeboot/kubeboot/pkg/apiclient"
-	"github.com/kubeboot/kubeboot/pkg/bootstrap"
-	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/certs/bootstrap"
+	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/certs/pki"
+	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
+	"github.com/kubeboot/kubeboot/internal/runtime/component"
+	"github.com/kubeboot/kubeboot/internal/runtime/daemon"
 	"github.com/kubeboot/kubeboot/pkg/config"
-	"github.com/kubeboot/kubeboot/pkg/daemon"
-	"github.com/kubeboot/kubeboot/pkg/fsys"
-	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
-	"github.com/kubeboot/kubeboot/pkg/pki"
 )
 
 // clusterOptions locate the cluster configuration for commands that work

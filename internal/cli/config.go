@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeboot/kubeboot/internal/host/hardening"
 	"github.com/kubeboot/kubeboot/pkg/config"
-	"github.com/kubeboot/kubeboot/pkg/hardening"
 )
 
 func newConfigCommand(_ *GlobalFlags, s Streams) *cobra.Command {

@@ -15,13 +15,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeboot/kubeboot/pkg/component"
-	"github.com/kubeboot/kubeboot/pkg/daemon"
-	"github.com/kubeboot/kubeboot/pkg/fsys"
-	"github.com/kubeboot/kubeboot/pkg/manifests"
-	"github.com/kubeboot/kubeboot/pkg/nodestate"
-	"github.com/kubeboot/kubeboot/pkg/service"
-	"github.com/kubeboot/kubeboot/pkg/supervisor"
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/host/nodestate"
+	"github.com/kubeboot/kubeboot/internal/kube/manifests"
+	"github.com/kubeboot/kubeboot/internal/runtime/component"
+	"github.com/kubeboot/kubeboot/internal/runtime/daemon"
+	"github.com/kubeboot/kubeboot/internal/runtime/service"
+	"github.com/kubeboot/kubeboot/internal/runtime/supervisor"
 )
 
 func newDaemonCommand(g *GlobalFlags, s Streams) *cobra.Command {

@@ -14,11 +14,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeboot/kubeboot/pkg/component"
-	"github.com/kubeboot/kubeboot/pkg/daemon"
-	"github.com/kubeboot/kubeboot/pkg/devmode"
-	"github.com/kubeboot/kubeboot/pkg/fsys"
-	"github.com/kubeboot/kubeboot/pkg/poll"
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/base/poll"
+	"github.com/kubeboot/kubeboot/internal/runtime/component"
+	"github.com/kubeboot/kubeboot/internal/runtime/daemon"
+	"github.com/kubeboot/kubeboot/internal/runtime/devmode"
 )
 
 func newDevCommand(g *GlobalFlags, s Streams) *cobra.Command {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeboot/kubeboot/pkg/helpers"
-	"github.com/kubeboot/kubeboot/pkg/node"
+	"github.com/kubeboot/kubeboot/internal/host/helpers"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 )
 
 func newHelpersCommand(g *GlobalFlags, s Streams) *cobra.Command {

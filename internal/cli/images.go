@@ -8,11 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/host/helpers"
+	"github.com/kubeboot/kubeboot/internal/host/images"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/pkg/config"
-	"github.com/kubeboot/kubeboot/pkg/fsys"
-	"github.com/kubeboot/kubeboot/pkg/helpers"
-	"github.com/kubeboot/kubeboot/pkg/images"
-	"github.com/kubeboot/kubeboot/pkg/node"
 )
 
 // criSocketPath turns a CRI socket flag into a host path; the default is

@@ -10,10 +10,10 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kubeboot/kubeboot/cluster"
+	"github.com/kubeboot/kubeboot/internal/kube/manifests"
 	"github.com/kubeboot/kubeboot/internal/phases/initphases"
-	"github.com/kubeboot/kubeboot/internal/workflow"
+	"github.com/kubeboot/kubeboot/internal/phases/workflow"
 	"github.com/kubeboot/kubeboot/pkg/config"
-	"github.com/kubeboot/kubeboot/pkg/manifests"
 )
 
 // initOptions are the flags of `init` and of each `init phase` command.

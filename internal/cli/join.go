@@ -10,7 +10,7 @@ import (
 
 	"github.com/kubeboot/kubeboot/cluster"
 	"github.com/kubeboot/kubeboot/internal/phases/joinphases"
-	"github.com/kubeboot/kubeboot/internal/workflow"
+	"github.com/kubeboot/kubeboot/internal/phases/workflow"
 	"github.com/kubeboot/kubeboot/pkg/config"
 )
 

@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
 )
 
 func newKubeconfigCommand(g *GlobalFlags, s Streams) *cobra.Command {

@@ -3,7 +3,7 @@ package cli
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/kubeboot/kubeboot/pkg/node"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 )
 
 func addRegistryMirrorFlag(fs *pflag.FlagSet, values *[]string) {

@@ -3,8 +3,8 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/kubeboot/kubeboot/pkg/component"
-	"github.com/kubeboot/kubeboot/pkg/service"
+	"github.com/kubeboot/kubeboot/internal/runtime/component"
+	"github.com/kubeboot/kubeboot/internal/runtime/service"
 )
 
 // newOwnComponentCommands are the hidden commands that run one of

@@ -8,7 +8,7 @@ import (
 
 	"github.com/kubeboot/kubeboot/cluster"
 	"github.com/kubeboot/kubeboot/internal/phases/resetphases"
-	"github.com/kubeboot/kubeboot/internal/workflow"
+	"github.com/kubeboot/kubeboot/internal/phases/workflow"
 )
 
 // resetOptions are the flags of `reset` and of each `reset phase` command.

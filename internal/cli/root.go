@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/grpclog"
 
-	"github.com/kubeboot/kubeboot/pkg/fsys"
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
 )
 
 // Streams are a command's standard streams.

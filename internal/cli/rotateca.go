@@ -8,10 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kubeboot/kubeboot/pkg/carotation"
-	"github.com/kubeboot/kubeboot/pkg/fsys"
-	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
-	"github.com/kubeboot/kubeboot/pkg/service"
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/certs/carotation"
+	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/runtime/service"
 )
 
 func newRotateCACommand(g *GlobalFlags, s Streams) *cobra.Command {

@@ -17,9 +17,9 @@ import (
 	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
 
 	"github.com/kubeboot/kubeboot/cluster"
-	"github.com/kubeboot/kubeboot/pkg/apiclient"
-	"github.com/kubeboot/kubeboot/pkg/discovery"
-	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
+	"github.com/kubeboot/kubeboot/internal/kube/discovery"
 )
 
 // tokenOptions locate the cluster for the token commands.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/kubeboot/kubeboot/cluster"
 	"github.com/kubeboot/kubeboot/internal/phases/upgradephases"
-	"github.com/kubeboot/kubeboot/internal/workflow"
-	"github.com/kubeboot/kubeboot/pkg/upgrade"
+	"github.com/kubeboot/kubeboot/internal/phases/workflow"
+	"github.com/kubeboot/kubeboot/internal/runtime/upgrade"
 )
 
 // upgradeOptions are the flags of `upgrade plan|apply|node`.

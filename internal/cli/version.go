@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubeboot/kubeboot/pkg/version"
+	"github.com/kubeboot/kubeboot/internal/base/version"
 )
 
 // versionText is what `kubeboot version` and `kubeboot --version` print.

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubeboot/kubeboot/pkg/component"
-	"github.com/kubeboot/kubeboot/pkg/fsys"
-	"github.com/kubeboot/kubeboot/pkg/service"
-	"github.com/kubeboot/kubeboot/pkg/version"
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/base/version"
+	"github.com/kubeboot/kubeboot/internal/runtime/component"
+	"github.com/kubeboot/kubeboot/internal/runtime/service"
 )
 
 // TestVersionFlag: --version prints the versions on any command and never

@@ -1,6 +1,8 @@
 // Package layers holds the test that keeps kubeboot's import graph
-// pointing down: cmd → internal/cli → cluster (the lifecycle API) →
-// internal/... → pkg/..., never back up (docs/design.md §3).
+// pointing down (docs/design.md §3): the commands, then the CLI, then the
+// lifecycle API (cluster), then the groups of internal/ by concept, each
+// above the ones it builds on, with the configuration's public types
+// (pkg/config, pkg/clusterfile) and the base below them all.
 package layers
 
 import (
@@ -17,37 +19,73 @@ import (
 
 const module = "github.com/kubeboot/kubeboot/"
 
-// layer is where a package sits, from the bottom: pkg (and the Go API
-// module's packages, api/..., which import the standard library alone),
-// internal, the lifecycle API, the CLI, the commands. The tests' and benchmarks'
-// helpers (test/..., bench/...) sit above them all; hack/ holds commands.
-func layer(pkg string) int {
+// groups are internal/'s groups, from the bottom, with their rank: a
+// package imports packages of its own group or of a group of a lower
+// rank, never of a group of its rank or above (two groups of one rank
+// know nothing of each other).
+var groups = map[string]int{
+	"internal/base": 0, // files under a root, waits, YAML documents, versions
+	// pkg/config and pkg/clusterfile (the public types): 1
+	"internal/network":  1, // CNI configuration, the node-local balancer, the engines' waits and health
+	"internal/programs": 1, // the binary's own small programs and upstream's entry points
+	"internal/host":     2, // the machine: kernel, cgroups, hardening, SSH, the node's layout, record, images and cleanup
+	"internal/kube":     3, // the API: clients, manifests, add-ons, discovery
+	"internal/certs":    4, // PKI, kubeconfigs, bootstrap tokens, renewal, CA rotation, CSR approval
+	"internal/etcd":     5, // snapshots, restore, members
+	"internal/runtime":  6, // components, their supervisor, the node daemon, own components, upgrade
+	"internal/phases":   7, // kubeadm's phase trees of init, join, reset and upgrade
+	"internal/apply":    7, // a cluster file made real over SSH
+}
+
+// Ranks above the groups.
+const (
+	public  = 1  // pkg/...: the configuration's types
+	api     = 8  // cluster: the lifecycle API
+	cli     = 9  // internal/cli
+	command = 10 // cmd/...
+	above   = 11 // the tests' and benchmarks' helpers, hack/'s commands
+)
+
+// group is the group pkg belongs to (the import path of its directory
+// under internal/ or pkg, or the package itself) and its rank. The Go
+// API module's packages (api/...) import the standard library alone.
+func group(pkg string) (string, int) {
 	p := strings.TrimPrefix(pkg, module)
 	switch {
-	case strings.HasPrefix(p, "pkg/"), strings.HasPrefix(p, "api/"):
-		return 0
+	case strings.HasPrefix(p, "api/"):
+		return "api", 0
+	case p == "internal/layers":
+		return p, above
+	case strings.HasPrefix(p, "pkg/"):
+		return "pkg", public
 	case p == "internal/cli":
-		return 3
-	case strings.HasPrefix(p, "internal/"):
-		return 1
+		return p, cli
 	case p == "cluster":
-		return 2
+		return p, api
 	case strings.HasPrefix(p, "cmd/"):
-		return 4
+		return "cmd", command
+	case strings.HasPrefix(p, "internal/"):
+		f := strings.SplitN(p, "/", 3)
+		g := f[0] + "/" + f[1]
+		if r, ok := groups[g]; ok {
+			return g, r
+		}
+		return g, -1
 	default:
-		return 5
+		return "", above
 	}
 }
 
-// flagPackages are the command line's: only the CLI and the workflow's
-// command binding know them; the libraries and the API take typed
-// options.
+// flagPackages are the command line's: only the CLI, the workflow's
+// command binding and the commands know them; the libraries and the API
+// take typed options.
 var flagPackages = []string{"github.com/spf13/pflag", "github.com/spf13/cobra"}
 
-// No package imports one from a layer above its own: pkg never imports
-// internal, nothing but the commands imports the CLI, and no library
-// imports the tests' helpers. go list sees the build's imports (test
-// files may reach further, as they drive the binary).
+// No package imports one from a group of its rank or above: the base and
+// the public types import no group, the etcd group no runtime, nothing
+// but the commands the CLI, no library the tests' helpers. go list sees
+// the build's imports (test files may reach further, as they drive the
+// binary).
 func TestImportsPointDown(t *testing.T) {
 	readSources(t)
 	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"...")
@@ -67,15 +105,23 @@ func TestImportsPointDown(t *testing.T) {
 		}
 		from := f[0]
 		n++
+		fromGroup, fromRank := group(from)
+		if fromRank < 0 {
+			t.Errorf("%s is in no group of internal/: add its group to groups, with its rank", strings.TrimPrefix(from, module))
+			continue
+		}
+		if fromRank == above {
+			continue
+		}
 		for _, to := range f[1:] {
-			if (layer(from) == 0 || layer(from) == 2) && slices.Contains(flagPackages, to) {
+			if fromRank < cli && from != module+"internal/phases/workflow" && slices.Contains(flagPackages, to) {
 				t.Errorf("%s imports %s: a library takes typed options, the CLI maps flags onto them", strings.TrimPrefix(from, module), to)
 			}
 			if !strings.HasPrefix(to, module) {
 				continue
 			}
-			if layer(to) > layer(from) {
-				t.Errorf("%s imports %s, a layer above it", strings.TrimPrefix(from, module), strings.TrimPrefix(to, module))
+			if toGroup, toRank := group(to); toGroup != fromGroup && toRank >= fromRank {
+				t.Errorf("%s (%s, rank %d) imports %s (%s, rank %d): a group imports only groups below it", strings.TrimPrefix(from, module), fromGroup, fromRank, strings.TrimPrefix(to, module), toGroup, toRank)
 			}
 		}
 	}

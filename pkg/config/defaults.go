@@ -13,7 +13,7 @@ import (
 	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 
-	"github.com/kubeboot/kubeboot/pkg/version"
+	"github.com/kubeboot/kubeboot/internal/base/version"
 )
 
 // ManagedCRISocket is the CRI socket of the containerd kubeboot runs

@@ -18,7 +18,7 @@ import (
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubeboot/kubeboot/pkg/yamldoc"
+	"github.com/kubeboot/kubeboot/internal/base/yamldoc"
 )
 
 // The document kinds kubeboot reads.

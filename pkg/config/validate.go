@@ -20,7 +20,7 @@ import (
 	kubeadmvalidation "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/validation"
 	netutils "k8s.io/utils/net"
 
-	"github.com/kubeboot/kubeboot/pkg/version"
+	"github.com/kubeboot/kubeboot/internal/base/version"
 )
 
 // EncryptionAlgorithms are the key types kubeboot generates, as kubeadm.

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
-	"github.com/kubeboot/kubeboot/pkg/images"
+	"github.com/kubeboot/kubeboot/internal/host/images"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 

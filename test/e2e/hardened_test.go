@@ -22,8 +22,8 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 
-	"github.com/kubeboot/kubeboot/pkg/images"
-	"github.com/kubeboot/kubeboot/pkg/node"
+	"github.com/kubeboot/kubeboot/internal/host/images"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 

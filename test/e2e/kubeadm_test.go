@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeboot/kubeboot/pkg/cleanup"
-	"github.com/kubeboot/kubeboot/pkg/fsys"
-	"github.com/kubeboot/kubeboot/pkg/node"
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/host/cleanup"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeboot/kubeboot/pkg/images"
-	"github.com/kubeboot/kubeboot/pkg/node"
+	"github.com/kubeboot/kubeboot/internal/host/images"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 

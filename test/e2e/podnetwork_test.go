@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeboot/kubeboot/pkg/images"
+	"github.com/kubeboot/kubeboot/internal/host/images"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 

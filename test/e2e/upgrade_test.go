@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeboot/kubeboot/pkg/fsys"
-	"github.com/kubeboot/kubeboot/pkg/images"
-	"github.com/kubeboot/kubeboot/pkg/nodestate"
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/host/images"
+	"github.com/kubeboot/kubeboot/internal/host/nodestate"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 

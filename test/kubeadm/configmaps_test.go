@@ -21,10 +21,10 @@ import (
 	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubeboot/kubeboot/pkg/bootstrap"
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/certs/bootstrap"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/pkg/config"
-	"github.com/kubeboot/kubeboot/pkg/fsys"
-	"github.com/kubeboot/kubeboot/pkg/node"
 )
 
 // deliberateConfigMapFields are the fields of the ConfigMaps init stores
@@ -32,14 +32,14 @@ import (
 // the comments give the reasons.
 var deliberateConfigMapFields = map[string]string{
 	// kubeboot runs the kubelet itself on hosts without systemd, on
-	// cgroup v1 as well (pkg/node/kubelet.go).
+	// cgroup v1 as well (internal/host/node/kubelet.go).
 	"kubelet-config/kubelet:cgroupDriver": "cgroupfs",
 	"kubelet-config/kubelet:failCgroupV1": "false",
 	// Pods' ConfigMaps and Secrets are read with GETs: no 1-2 s back-off
 	// of a refused watch (docs/design.md §5).
 	"kubelet-config/kubelet:configMapAndSecretChangeDetectionStrategy": "Cache",
 	// Conntrack is left as the kernel has it: a node in a network namespace
-	// cannot change the host-wide table (pkg/node/kubeproxy.go).
+	// cannot change the host-wide table (internal/host/node/kubeproxy.go).
 	"kube-proxy/config.conf:conntrack.maxPerCore":            "0",
 	"kube-proxy/config.conf:conntrack.tcpEstablishedTimeout": "0s",
 	"kube-proxy/config.conf:conntrack.tcpCloseWaitTimeout":   "0s",

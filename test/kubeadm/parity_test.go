@@ -26,11 +26,11 @@ import (
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/uploadconfig"
 	configutil "k8s.io/kubernetes/cmd/kubeadm/app/util/config"
 
-	"github.com/kubeboot/kubeboot/pkg/bootstrap"
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/certs/bootstrap"
+	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/certs/pki"
 	"github.com/kubeboot/kubeboot/pkg/config"
-	"github.com/kubeboot/kubeboot/pkg/fsys"
-	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
-	"github.com/kubeboot/kubeboot/pkg/pki"
 )
 
 const cfgYAML = `apiVersion: kubeadm.k8s.io/v1beta4

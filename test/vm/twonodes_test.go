@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubeboot/kubeboot/pkg/images"
+	"github.com/kubeboot/kubeboot/internal/host/images"
 )
 
 // spread is a Deployment with a pod on each node, its Service, and a

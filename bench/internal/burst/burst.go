@@ -21,7 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kubeboot/kubeboot/bench/internal/benchutil"
-	"github.com/kubeboot/kubeboot/pkg/images"
+	"github.com/kubeboot/kubeboot/internal/host/images"
 )
 
 // Result is what a burst of pods measured.

@@ -19,12 +19,12 @@ import (
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/markcontrolplane"
 	netutils "k8s.io/utils/net"
 
-	"github.com/kubeboot/kubeboot/pkg/apiclient"
-	"github.com/kubeboot/kubeboot/pkg/bootstrap"
+	"github.com/kubeboot/kubeboot/internal/base/poll"
+	"github.com/kubeboot/kubeboot/internal/certs/bootstrap"
+	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/host/node"
+	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/config"
-	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
-	"github.com/kubeboot/kubeboot/pkg/node"
-	"github.com/kubeboot/kubeboot/pkg/poll"
 )
 
 func runKubeletStart(ctx context.Context, d *Data) error {

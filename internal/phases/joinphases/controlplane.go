@@ -20,15 +20,15 @@ import (
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/markcontrolplane"
 	etcdutil "k8s.io/kubernetes/cmd/kubeadm/app/util/etcd"
 
-	"github.com/kubeboot/kubeboot/pkg/apiclient"
-	"github.com/kubeboot/kubeboot/pkg/bootstrap"
-	"github.com/kubeboot/kubeboot/pkg/component"
-	"github.com/kubeboot/kubeboot/pkg/daemon"
-	"github.com/kubeboot/kubeboot/pkg/hardening"
-	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
-	"github.com/kubeboot/kubeboot/pkg/pki"
-	"github.com/kubeboot/kubeboot/pkg/poll"
-	"github.com/kubeboot/kubeboot/pkg/preflight"
+	"github.com/kubeboot/kubeboot/internal/base/poll"
+	"github.com/kubeboot/kubeboot/internal/certs/bootstrap"
+	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/certs/pki"
+	"github.com/kubeboot/kubeboot/internal/host/hardening"
+	"github.com/kubeboot/kubeboot/internal/host/preflight"
+	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
+	"github.com/kubeboot/kubeboot/internal/runtime/component"
+	"github.com/kubeboot/kubeboot/internal/runtime/daemon"
 )
 
 // controlPlaneChecks are the pre-flight checks of a joining control plane

@@ -27,19 +27,19 @@ import (
 
 	etcdutil "k8s.io/kubernetes/cmd/kubeadm/app/util/etcd"
 
-	"github.com/kubeboot/kubeboot/internal/workflow"
-	"github.com/kubeboot/kubeboot/pkg/apiclient"
-	"github.com/kubeboot/kubeboot/pkg/cleanup"
-	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/host/cleanup"
+	"github.com/kubeboot/kubeboot/internal/host/cpugroup"
+	"github.com/kubeboot/kubeboot/internal/host/hardening"
+	"github.com/kubeboot/kubeboot/internal/host/host"
+	"github.com/kubeboot/kubeboot/internal/host/node"
+	"github.com/kubeboot/kubeboot/internal/host/nodestate"
+	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
+	"github.com/kubeboot/kubeboot/internal/phases/workflow"
+	"github.com/kubeboot/kubeboot/internal/runtime/component"
+	"github.com/kubeboot/kubeboot/internal/runtime/daemon"
 	"github.com/kubeboot/kubeboot/pkg/config"
-	"github.com/kubeboot/kubeboot/pkg/cpugroup"
-	"github.com/kubeboot/kubeboot/pkg/daemon"
-	"github.com/kubeboot/kubeboot/pkg/fsys"
-	"github.com/kubeboot/kubeboot/pkg/hardening"
-	"github.com/kubeboot/kubeboot/pkg/host"
-	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
-	"github.com/kubeboot/kubeboot/pkg/node"
-	"github.com/kubeboot/kubeboot/pkg/nodestate"
 )
 
 // Data is what every reset phase works on.

@@ -18,9 +18,9 @@ import (
 
 	etcdutil "k8s.io/kubernetes/cmd/kubeadm/app/util/etcd"
 
-	"github.com/kubeboot/kubeboot/pkg/component"
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/runtime/component"
 	"github.com/kubeboot/kubeboot/pkg/config"
-	"github.com/kubeboot/kubeboot/pkg/fsys"
 )
 
 // reset says, before it asks, how many scheduled etcd snapshots it removes

@@ -17,13 +17,13 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/kubeboot/kubeboot/internal/workflow"
-	"github.com/kubeboot/kubeboot/pkg/apiclient"
-	"github.com/kubeboot/kubeboot/pkg/component"
-	"github.com/kubeboot/kubeboot/pkg/etcdbackup"
-	"github.com/kubeboot/kubeboot/pkg/fsys"
-	"github.com/kubeboot/kubeboot/pkg/kubeconfig"
-	"github.com/kubeboot/kubeboot/pkg/upgrade"
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/etcd/etcdbackup"
+	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
+	"github.com/kubeboot/kubeboot/internal/phases/workflow"
+	"github.com/kubeboot/kubeboot/internal/runtime/component"
+	"github.com/kubeboot/kubeboot/internal/runtime/upgrade"
 )
 
 // Data is one upgrade run.

@@ -1,0 +1,303 @@
+// Package helpers carries the programs a node runs once per pod — the runc
+// shim (containerd-shim-runc-v2), the pod sandbox's pause and the CNI
+// plugins — as small static binaries built from their upstream main
+// packages (`go run ./hack/helpers`, which `make build` runs) and embedded
+// in kubeboot, zstd-compressed. They import nothing of Kubernetes: a shim
+// or a plugin exec costs a few milliseconds, where an exec of the whole
+// kubeboot binary costs ~20 ms and a pause process built from it holds
+// ~6 MB.
+//
+// Install writes them under the root prefix into a directory named by the
+// digest of the whole set, the way k3s and k0s unpack their bundled
+// binaries, and points a `current` link at it; every start of the node
+// daemon verifies them by hash again and rewrites any that differ.
+//
+// A binary built without them (a plain `go build`, `go test`) compiles
+// and runs everything but a node: Load returns ErrNotBuilt.
+package helpers
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+)
+
+// Names of the helpers.
+const (
+	Shim       = "containerd-shim-runc-v2"
+	Pause      = "pause"
+	TestServer = "test-server"
+	CoreDNS    = "coredns"
+	// The storage add-on's: rancher's provisioner, built from its module,
+	// and the setup/teardown command of its helper pods.
+	LocalPathProvisioner = "local-path-provisioner"
+	LocalPathHelper      = "local-path-helper"
+	// The metrics add-on's: sigs.k8s.io/metrics-server, built from its
+	// module.
+	MetricsServer = "metrics-server"
+	// The pod network's engines, run by the node daemon on every node:
+	// flannel (the overlay, each node's lease, the CNI configuration) and
+	// kube-router's network policy controller.
+	Flannel    = "flannel"
+	KubeRouter = "kube-router"
+)
+
+// ImageOnly are the helpers that only images are made of and that no
+// node needs on disk before its first pods: Install leaves them in the
+// binary, and a node's image import streams them from it (OpenSized),
+// off the path to its containerd and CoreDNS.
+var ImageOnly = []string{LocalPathProvisioner, LocalPathHelper, MetricsServer}
+
+// CNIPlugins are the CNI plugins containerd execs for every pod.
+var CNIPlugins = []string{"bridge", "host-local", "portmap"}
+
+// ManifestFile is the embedded list of the helpers and their digests.
+const ManifestFile = "manifest.json"
+
+// Entry is one helper: its file name, and the sha256 and size of the
+// uncompressed binary.
+type Entry struct {
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"`
+	Size   int64  `json:"size"`
+	// Package is the Go package it was built from.
+	Package string `json:"package"`
+}
+
+// Manifest lists the helpers a kubeboot binary carries.
+type Manifest struct {
+	Helpers []Entry `json:"helpers"`
+}
+
+// ErrNotBuilt says the binary carries no helpers.
+var ErrNotBuilt = errors.New("this kubeboot binary was built without its helpers (the runc shim, pause and the CNI plugins): build it with `make build`")
+
+// Digest names the set: the sha256 of every helper's name and digest.
+func (m *Manifest) Digest() string {
+	lines := make([]string, 0, len(m.Helpers))
+	for _, e := range m.Helpers {
+		lines = append(lines, e.Name+" "+e.SHA256+"\n")
+	}
+	sort.Strings(lines)
+	sum := sha256.Sum256([]byte(strings.Join(lines, "")))
+	return hex.EncodeToString(sum[:])
+}
+
+// Get returns the named helper's entry.
+func (m *Manifest) Get(name string) (Entry, bool) {
+	for _, e := range m.Helpers {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Entry{}, false
+}
+
+// Load reads the manifest of the helpers this binary carries.
+func Load() (*Manifest, error) { return load(embedded) }
+
+func load(files fs.FS) (*Manifest, error) {
+	if files == nil {
+		return nil, ErrNotBuilt
+	}
+	b, err := fs.ReadFile(files, ManifestFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNotBuilt
+	}
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{}
+	if err := json.Unmarshal(b, m); err != nil {
+		return nil, fmt.Errorf("the helpers' manifest: %w", err)
+	}
+	if len(m.Helpers) == 0 {
+		return nil, ErrNotBuilt
+	}
+	return m, nil
+}
+
+// CompressedName is the embedded file of a helper.
+func CompressedName(name string) string { return name + ".zst" }
+
+// Open returns the named helper's uncompressed bytes.
+func Open(name string) (io.ReadCloser, error) { return open(embedded, name) }
+
+// OpenSized returns the named helper's uncompressed bytes and their size.
+func OpenSized(name string) (io.ReadCloser, int64, error) {
+	m, err := Load()
+	if err != nil {
+		return nil, 0, err
+	}
+	e, ok := m.Get(name)
+	if !ok {
+		return nil, 0, fmt.Errorf("no helper named %q", name)
+	}
+	r, err := Open(name)
+	return r, e.Size, err
+}
+
+func open(files fs.FS, name string) (io.ReadCloser, error) {
+	if files == nil {
+		return nil, ErrNotBuilt
+	}
+	f, err := files.Open(CompressedName(name))
+	if err != nil {
+		return nil, err
+	}
+	d, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return readCloser{d.IOReadCloser(), f}, nil
+}
+
+type readCloser struct {
+	io.ReadCloser
+	f fs.File
+}
+
+func (r readCloser) Close() error { r.ReadCloser.Close(); return r.f.Close() }
+
+// Current is the link, in the helpers' directory, to the directory of
+// the running binary's helpers.
+const Current = "current"
+
+// Result says what Install did.
+type Result struct {
+	Dir        string   // the content-addressed directory
+	Written    []string // helpers written (missing or not matching)
+	Verified   int      // helpers already in place whose hash matched
+	Removed    []string // directories of other helper sets removed
+	Relinked   bool     // whether `current` was pointed at Dir
+	Mismatched []string // helpers found with another hash (and rewritten)
+}
+
+// Install makes dir/<digest>/ hold every helper of this binary, each
+// verified by its sha256, points dir/current at it and removes the
+// directories of other sets. logf is told of every helper it rewrites.
+func Install(dir string, logf func(format string, args ...any)) (Result, error) {
+	return install(embedded, dir, logf)
+}
+
+func install(files fs.FS, dir string, logf func(format string, args ...any)) (Result, error) {
+	m, err := load(files)
+	if err != nil {
+		return Result{}, err
+	}
+	digest := m.Digest()[:16]
+	res := Result{Dir: filepath.Join(dir, digest)}
+	if err := os.MkdirAll(res.Dir, 0o755); err != nil {
+		return res, err
+	}
+	for _, e := range m.Helpers {
+		if slices.Contains(ImageOnly, e.Name) {
+			continue
+		}
+		p := filepath.Join(res.Dir, e.Name)
+		got, err := fsys.FileSHA256(p)
+		switch {
+		case err == nil && got == e.SHA256:
+			res.Verified++
+			continue
+		case err == nil:
+			logf("[helpers] %s has sha256 %s, not the %s this kubeboot carries: rewriting it", p, got, e.SHA256)
+			res.Mismatched = append(res.Mismatched, e.Name)
+		case !errors.Is(err, fs.ErrNotExist):
+			return res, err
+		}
+		if err := write(files, e, p); err != nil {
+			return res, fmt.Errorf("writing helper %s: %w", e.Name, err)
+		}
+		res.Written = append(res.Written, e.Name)
+	}
+	if res.Relinked, err = fsys.Symlink(digest, filepath.Join(dir, Current)); err != nil {
+		return res, err
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return res, err
+	}
+	for _, d := range entries {
+		if d.IsDir() && d.Name() != digest {
+			if err := os.RemoveAll(filepath.Join(dir, d.Name())); err != nil {
+				return res, err
+			}
+			res.Removed = append(res.Removed, d.Name())
+		}
+	}
+	return res, nil
+}
+
+// write writes one helper to p through a temporary file, checking its
+// hash before it takes the name.
+func write(files fs.FS, e Entry, p string) error {
+	r, err := open(files, e.Name)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	tmp := p + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && (hex.EncodeToString(h.Sum(nil)) != e.SHA256 || n != e.Size) {
+		err = fmt.Errorf("the embedded copy does not match its manifest (%d bytes, sha256 %x)", n, h.Sum(nil))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
+// Extract writes the named helper into dir and returns its path.
+func Extract(name, dir string) (string, error) {
+	m, err := Load()
+	if err != nil {
+		return "", err
+	}
+	e, ok := m.Get(name)
+	if !ok {
+		return "", fmt.Errorf("no helper named %q", name)
+	}
+	p := filepath.Join(dir, name)
+	return p, write(embedded, e, p)
+}
+
+// Compress zstd-compresses a helper for embedding.
+func Compress(b []byte) ([]byte, error) {
+	var buf bytes.Buffer
+	w, err := zstd.NewWriter(&buf, zstd.WithEncoderLevel(zstd.SpeedBestCompression))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.Write(b); err != nil {
+		return nil, err
+	}
+	if err := w.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}

@@ -1,0 +1,63 @@
+package node
+
+import (
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/network/cni"
+)
+
+// CNIConfList renders the node's CNI configuration for its pod subnets
+// (one per family) at the pods' MTU, as flannel writes it once it holds
+// the node's lease (package cni, cmd/flannel).
+func CNIConfList(fs fsys.FS, subnets []string, mtu int) ([]byte, error) {
+	return cni.ConfList(cni.Conf{Network: CNINetwork(fs), Bridge: BridgeName, Subnets: subnets, MTU: mtu,
+		DataDir: fs.Path(CNIDataDir + "/networks")})
+}
+
+// FirstNodeSubnets are the pod subnets the controller-manager's range
+// allocator gives the first node: the first /maskV4 (IPv4) and /maskV6
+// (IPv6) of each of the pod network's subnets (config.NodeMaskSizes).
+func FirstNodeSubnets(podSubnet string, maskV4, maskV6 int) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(podSubnet, ",") {
+		_, n, err := net.ParseCIDR(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("pod subnet %q: %w", podSubnet, err)
+		}
+		ones, bits := n.Mask.Size()
+		size := maskV4
+		if bits == 128 {
+			size = maskV6
+		}
+		if ones > size {
+			size = ones
+		}
+		out = append(out, (&net.IPNet{IP: n.IP, Mask: net.CIDRMask(size, bits)}).String())
+	}
+	return out, nil
+}
+
+// LinkMTU is the MTU of the interface that holds address ip; 0 when no
+// interface of this network namespace holds it.
+func LinkMTU(ip string) int {
+	want := net.ParseIP(ip)
+	ifaces, err := net.Interfaces()
+	if err != nil || want == nil {
+		return 0
+	}
+	for _, i := range ifaces {
+		addrs, err := i.Addrs()
+		if err != nil {
+			continue
+		}
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.Equal(want) {
+				return i.MTU
+			}
+		}
+	}
+	return 0
+}

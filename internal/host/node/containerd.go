@@ -1,0 +1,140 @@
+package node
+
+import (
+	"path"
+	"strconv"
+	"strings"
+	"text/template"
+
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/host/images"
+)
+
+// ContainerdConfigTOML renders the configuration (version 4, containerd
+// 2.4's own, so that it loads without migration) kubeboot
+// runs its containerd 2 with: its own root, state and sockets under the
+// root prefix (the shims' sockets sit in the state dir), the shim and the
+// CNI plugins from kubeboot's helpers, kubeboot's pause image as the
+// sandbox image, the kubelet's cgroup driver (systemdCgroup: runc creates
+// the containers' cgroups through systemd, as the kubelet its pods'), and restrict_oom_score_adj (root here lacks
+// CAP_SYS_RESOURCE, so runc could not apply the kubelet's negative OOM
+// scores). NRI is off: its socket would be /var/run/nri/nri.sock, shared
+// by every node of a machine, and nothing of kubeboot's uses it.
+func ContainerdConfigTOML(fs fsys.FS, systemdCgroup bool) string {
+	var b strings.Builder
+	err := containerdConfig.Execute(&b, containerdSettings{
+		Root: fs.Path(ContainerdRoot), State: fs.Path(ContainerdState),
+		Socket: fs.Path(ContainerdSocket), TTRPCSocket: fs.Path(ContainerdSocket) + ".ttrpc",
+		Opt: fs.Path(ContainerdOpt), SandboxImage: images.Pause,
+		CNIBinDir: fs.Path(CNIBinDir), OperatorCNIBinDir: fs.Path(OperatorCNIBinDir), CNIConfDir: fs.Path(CNIConfDir),
+		RuncRoot: fs.Path(RuncRoot), ShimPath: fs.Path(ShimPath), ShimSocketDir: ShimSocketDir(fs),
+		RegistryHostsDir: fs.Path(RegistryHostsDir), SystemdCgroup: systemdCgroup,
+	})
+	if err != nil {
+		panic(err) // the template and its settings are this package's own
+	}
+	return b.String()
+}
+
+// containerdSettings are what the configuration names of this node.
+type containerdSettings struct {
+	Root, State, Socket, TTRPCSocket, Opt, SandboxImage      string
+	CNIBinDir, CNIConfDir, RuncRoot, ShimPath, ShimSocketDir string
+	RegistryHostsDir, OperatorCNIBinDir                      string
+	SystemdCgroup                                            bool
+}
+
+// containerdConfig is the configuration with its comments, for the
+// operator who reads the file; q quotes a string as TOML's basic strings
+// (Go's escapes, the same for the paths and names it is given).
+var containerdConfig = template.Must(template.New("containerd.toml").Funcs(template.FuncMap{"q": strconv.Quote}).Parse(`# Written by kubeboot. containerd runs under the kubeboot node daemon.
+version = 4
+root = {{q .Root}}
+state = {{q .State}}
+disabled_plugins = [
+  "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs",
+  "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.blockfile",
+  "io.containerd.snapshotter.v1.erofs",
+  "io.containerd.differ.v1.erofs",
+  "io.containerd.nri.v1.nri",
+  "io.containerd.tracing.processor.v1.otlp",
+  "io.containerd.internal.v1.tracing",
+]
+
+[plugins."io.containerd.server.v1.grpc"]
+  address = {{q .Socket}}
+
+[plugins."io.containerd.server.v1.ttrpc"]
+  address = {{q .TTRPCSocket}}
+
+[plugins."io.containerd.shim.v1.manager"]
+  socket_dir = {{q .ShimSocketDir}}
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = {{q .Opt}}
+
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = {{q .SandboxImage}}
+  # A directory per registry with its hosts.toml (mirrors, CAs): the
+  # node's own, not the host's /etc/containerd/certs.d.
+  [plugins."io.containerd.cri.v1.images".registry]
+    config_path = {{q .RegistryHostsDir}}
+
+[plugins."io.containerd.cri.v1.runtime"]
+  restrict_oom_score_adj = true
+  # containerd's own CPU samples of every container and sandbox (for the
+  # CRI's usage in nanocores), each a call into the pod's shim and a read
+  # of its cgroups: every 10 s, as the kubelet's cAdvisor housekeeping,
+  # rather than containerd's default of every second, which with 50 pods
+  # cost containerd and the shims ~0.2 CPU-seconds a second at idle.
+  stats_collect_period = "10s"
+  # No CDI devices: the default spec dirs are the host's /etc/cdi and
+  # /var/run/cdi, shared by every node of a machine.
+  cdi_spec_dirs = []
+  # Pod network namespaces live under the state dir, so that they sit
+  # under the root prefix and reset finds them.
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.cri.v1.runtime".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      runtime_path = {{q .ShimPath}}
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+        SystemdCgroup = {{.SystemdCgroup}}
+        Root = {{q .RuncRoot}}
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    # kubeboot's plugins first, then the usual directory, where an
+    # operator's CNI (init --flannel-backend none) installs its own.
+    bin_dirs = [{{q .CNIBinDir}}, {{q .OperatorCNIBinDir}}]
+    conf_dir = {{q .CNIConfDir}}
+    max_conf_num = 1
+    # containerd brings up a pod's lo itself, rather than by an exec of
+    # the loopback plugin for every pod's setup and teardown.
+    use_internal_loopback = true
+
+[plugins."io.containerd.grpc.v1.cri"]
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+`))
+
+// maxShimSocketDir is containerd's limit on the shims' socket directory
+// (a socket's path is the directory and a 64-hex name, within the 108
+// bytes of a unix socket address).
+const maxShimSocketDir = 42
+
+// ShimSocketDir is where the node's shims put their sockets: under the
+// state dir when its path is short enough, else a directory named after
+// the node's tag in /run/kubeboot-shims, which reset removes (not in
+// /run/kubeboot, the state of a node whose root is "/", which its reset
+// removes whole). containerd's default, /run/containerd/s, is shared by
+// every containerd of a machine.
+func ShimSocketDir(fs fsys.FS) string {
+	if d := fs.Path(ContainerdState + "/s"); len(d) <= maxShimSocketDir {
+		return d
+	}
+	return path.Join(ShimSocketsDir, fsys.Tag(fs.Path("/")))
+}
