@@ -115,7 +115,7 @@ func Init(ctx context.Context, o InitOptions) (*InitResult, error) {
 	}
 	res := &InitResult{
 		NodeName:        d.Cfg.Init.NodeRegistration.Name,
-		AdminKubeconfig: d.FS.Path(kubeconfig.AdminPath),
+		AdminKubeconfig: d.FS.Path(node.AdminKubeconfig),
 		APIServer:       kubeconfig.ServerURL(d.Cfg),
 	}
 	endpoint, token, hash, err := d.JoinInfo()

@@ -6,7 +6,7 @@ import (
 	"path"
 
 	"github.com/kubeboot/kubeboot/internal/certs/bootstrap"
-	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/phases/joinphases"
 	"github.com/kubeboot/kubeboot/internal/phases/workflow"
 	"github.com/kubeboot/kubeboot/pkg/config"
@@ -95,10 +95,10 @@ func Join(ctx context.Context, o JoinOptions) (*JoinResult, error) {
 	res := &JoinResult{
 		NodeName:     c.Join.NodeRegistration.Name,
 		ControlPlane: c.Join.ControlPlane != nil,
-		Kubeconfig:   d.FS.Path(path.Join(kubeconfig.Dir, "kubelet.conf")),
+		Kubeconfig:   d.FS.Path(path.Join(node.KubernetesDir, "kubelet.conf")),
 	}
 	if res.ControlPlane {
-		res.AdminKubeconfig = d.FS.Path(kubeconfig.AdminPath)
+		res.AdminKubeconfig = d.FS.Path(node.AdminKubeconfig)
 	}
 	return res, nil
 }

@@ -17,10 +17,9 @@ import (
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/bootstraptoken/clusterinfo"
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
-	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
 	"github.com/kubeboot/kubeboot/internal/etcd/etcdbackup"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
-	"github.com/kubeboot/kubeboot/internal/runtime/component"
 )
 
 // RestoreOptions are what `kubeboot etcd snapshot restore` takes.
@@ -56,7 +55,7 @@ func Restore(ctx context.Context, o RestoreOptions) (*InitResult, error) {
 	}
 	// Nothing of kubeboot's may be here: restore writes the keys and
 	// etcd's data before init.
-	for _, p := range []string{component.SpecDir, kubeconfig.AdminPath, path.Join(cfg.Cluster.CertificatesDir, "ca.key")} {
+	for _, p := range []string{node.SpecDir, node.AdminKubeconfig, path.Join(cfg.Cluster.CertificatesDir, "ca.key")} {
 		if fsys.Exists(fs, p) {
 			return nil, fmt.Errorf("%s exists: restore needs a node where kubeboot has nothing yet; run `kubeboot reset` first", fs.Path(p))
 		}
@@ -103,7 +102,7 @@ func Restore(ctx context.Context, o RestoreOptions) (*InitResult, error) {
 // admin.conf: the restored one names the old cluster's endpoint, and
 // kubeadm's phase keeps an existing one.
 func refreshClusterInfo(ctx context.Context, fs fsys.FS, out io.Writer) error {
-	admin := fs.Path(kubeconfig.AdminPath)
+	admin := fs.Path(node.AdminKubeconfig)
 	c, _, err := apiclient.FromKubeconfig(admin, "")
 	if err != nil {
 		return err

@@ -35,7 +35,7 @@ import (
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
 
 	"github.com/kubeboot/kubeboot/internal/certs/bootstrap"
-	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/host/remote"
 	"github.com/kubeboot/kubeboot/pkg/clusterfile"
 	"github.com/kubeboot/kubeboot/pkg/config"
@@ -403,22 +403,22 @@ func (a *applyRun) firstDoneControlPlane() *applyHost {
 // controlPlaneEndpoint (which the operator reaches too).
 func (a *applyRun) readAdmin(ctx context.Context) error {
 	h := a.primary
-	b, ok, err := h.conn.ReadFile(ctx, path.Join(h.Root, kubeconfig.AdminPath))
+	b, ok, err := h.conn.ReadFile(ctx, path.Join(h.Root, node.AdminKubeconfig))
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("%s is not a file", path.Join(h.Root, kubeconfig.AdminPath))
+		return fmt.Errorf("%s is not a file", path.Join(h.Root, node.AdminKubeconfig))
 	}
 	kc, err := clientcmd.Load(b)
 	if err != nil {
-		return fmt.Errorf("%s: %w", kubeconfig.AdminPath, err)
+		return fmt.Errorf("%s: %w", node.AdminKubeconfig, err)
 	}
 	if a.controlPlaneEndpoint() == "" {
 		for _, c := range kc.Clusters {
 			_, port, err := net.SplitHostPort(strings.TrimPrefix(c.Server, "https://"))
 			if err != nil {
-				return fmt.Errorf("%s: server %q: %w", kubeconfig.AdminPath, c.Server, err)
+				return fmt.Errorf("%s: server %q: %w", node.AdminKubeconfig, c.Server, err)
 			}
 			c.Server = "https://" + net.JoinHostPort(h.Address, port)
 			if h.Address != advertised(h.Host) {

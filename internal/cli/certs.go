@@ -20,6 +20,7 @@ import (
 	"github.com/kubeboot/kubeboot/internal/certs/bootstrap"
 	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
 	"github.com/kubeboot/kubeboot/internal/certs/pki"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
 	"github.com/kubeboot/kubeboot/internal/runtime/component"
 	"github.com/kubeboot/kubeboot/internal/runtime/daemon"
@@ -82,7 +83,7 @@ func (o *clusterOptions) load(g *GlobalFlags, msgs io.Writer) (*config.Config, e
 func (o *clusterOptions) fromCluster(g *GlobalFlags) (*config.Config, error) {
 	file := o.kubeconfig
 	if file == "" {
-		file = fsys.NewRoot(g.Root).Path(kubeconfig.AdminPath)
+		file = fsys.NewRoot(g.Root).Path(node.AdminKubeconfig)
 	}
 	client, rc, err := apiclient.FromKubeconfig(file, "")
 	if err != nil {
@@ -147,7 +148,7 @@ func newCheckExpirationCommand(g *GlobalFlags, s Streams) *cobra.Command {
 			cas, leaves := gen.Inspect()
 			for _, k := range kubeconfig.Renewable(gen.Cfg) {
 				st := pki.Status{Name: k.FileName, CAName: "ca"}
-				file := path.Join(kubeconfig.Dir, k.FileName)
+				file := path.Join(node.KubernetesDir, k.FileName)
 				if cert, err := kw.ClientCert(file); err != nil {
 					if fsys.Exists(gen.FS, file) {
 						st.Err = err
@@ -264,7 +265,7 @@ every certificate by itself before it expires (init's
 				if err := kw.Renew(k); err != nil {
 					return err
 				}
-				renewedFiles = append(renewedFiles, gen.FS.Path(path.Join(kubeconfig.Dir, k.FileName)))
+				renewedFiles = append(renewedFiles, gen.FS.Path(path.Join(node.KubernetesDir, k.FileName)))
 				fmt.Fprintf(s.Out, "[renew] certificate embedded in the kubeconfig file %s renewed\n", k.FileName)
 				return nil
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
 	"github.com/kubeboot/kubeboot/internal/base/poll"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/runtime/component"
 	"github.com/kubeboot/kubeboot/internal/runtime/daemon"
 	"github.com/kubeboot/kubeboot/internal/runtime/devmode"
@@ -34,7 +35,7 @@ func newDevCommand(g *GlobalFlags, s Streams) *cobra.Command {
   kubeboot dev restore <component>   hand the component back to the node daemon
 
 Everything is read from the component specs the node daemon runs
-(` + component.SpecDir + `), on a dev cluster or a real node (--root).`,
+(` + node.SpecDir + `), on a dev cluster or a real node (--root).`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newDevPrintCommand(g, s), newDevSwapCommand(g, s), newDevRestoreCommand(g, s), newDevUpCommand(g, s))
@@ -81,7 +82,7 @@ func (f *printFlags) launches(fs fsys.FS, names []string) ([]devmode.Launch, err
 		return nil, err
 	}
 	if len(specs) == 0 {
-		return nil, fmt.Errorf("no component specs in %s: this is not a kubeboot node (give --root for another)", fs.Path(component.SpecDir))
+		return nil, fmt.Errorf("no component specs in %s: this is not a kubeboot node (give --root for another)", fs.Path(node.SpecDir))
 	}
 	var known []string
 	for _, sp := range specs {

@@ -15,9 +15,9 @@ import (
 
 	"github.com/kubeboot/kubeboot/cluster"
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
-	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
 	"github.com/kubeboot/kubeboot/internal/host/cleanup"
 	"github.com/kubeboot/kubeboot/internal/host/cpugroup"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/runtime/component"
 	"github.com/kubeboot/kubeboot/internal/runtime/daemon"
 	"github.com/kubeboot/kubeboot/pkg/config"
@@ -139,7 +139,7 @@ func devUp(parent context.Context, g *GlobalFlags, s Streams, o devUpOptions) er
 	_, runErr := cluster.Init(ctx, opts)
 	if runErr == nil {
 		printDevStatus(ctx, s, fs)
-		fmt.Fprintf(s.Out, "\n[dev] The cluster is up. To use it:\n\nexport KUBECONFIG=%s\n\n", fs.Path(kubeconfig.AdminPath))
+		fmt.Fprintf(s.Out, "\n[dev] The cluster is up. To use it:\n\nexport KUBECONFIG=%s\n\n", fs.Path(node.AdminKubeconfig))
 		fmt.Fprintf(s.Out, "[dev] `kubeboot dev print --root %s` prints how to run any component by hand. Ctrl-C stops and removes the cluster", g.Root)
 		if o.preserve {
 			fmt.Fprint(s.Out, ", keeping etcd's data and the certificates")

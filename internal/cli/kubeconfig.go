@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 )
 
 func newKubeconfigCommand(g *GlobalFlags, s Streams) *cobra.Command {
@@ -43,7 +44,7 @@ signed by the cluster CA. The server URL is the control-plane endpoint of
 			}
 			server := kubeconfig.ServerURL(gen.Cfg)
 			if o.configFile == "" {
-				_, cl, _, err := kw.Load(kubeconfig.AdminPath)
+				_, cl, _, err := kw.Load(node.AdminKubeconfig)
 				if err != nil {
 					return fmt.Errorf("no --config given and %w", err)
 				}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
 	"github.com/kubeboot/kubeboot/internal/certs/carotation"
-	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/runtime/service"
 )
 
@@ -50,7 +50,7 @@ If the command stops half-way, run it again: it continues where it stopped.`,
 			}
 			d.Kubeconfig = o.kubeconfig
 			if d.Kubeconfig == "" {
-				d.Kubeconfig = fsys.NewRoot(g.Root).Path(kubeconfig.AdminPath)
+				d.Kubeconfig = fsys.NewRoot(g.Root).Path(node.AdminKubeconfig)
 			}
 			if _, err := os.Stat(d.Kubeconfig); err != nil {
 				return fmt.Errorf("rotate-ca runs on the control plane, with the API: %w", err)

@@ -17,7 +17,7 @@ import (
 	bootstraptokenv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/bootstraptoken/v1"
 
 	"github.com/kubeboot/kubeboot/cluster"
-	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
 	"github.com/kubeboot/kubeboot/internal/kube/discovery"
 )
@@ -31,7 +31,7 @@ func (o *tokenOptions) file(g *GlobalFlags) string {
 	if o.kubeconfig != "" {
 		return o.kubeconfig
 	}
-	return g.FS(false, nil).Path(kubeconfig.AdminPath)
+	return g.FS(false, nil).Path(node.AdminKubeconfig)
 }
 
 func (o *tokenOptions) client(g *GlobalFlags) (kubernetes.Interface, error) {

@@ -90,7 +90,7 @@ func (a *Agent) client() (kubernetes.Interface, error) {
 	if a.Client != nil {
 		return a.Client, nil
 	}
-	file := a.FS.Path(path.Join(kubeconfig.Dir, kubeconfig.Kubelet))
+	file := a.FS.Path(path.Join(node.KubernetesDir, kubeconfig.Kubelet))
 	st, err := os.Stat(file)
 	if err != nil {
 		return nil, nil // not bootstrapped yet
@@ -246,13 +246,13 @@ func (a *Agent) newKey(ctx context.Context, c kubernetes.Interface, signer *x509
 
 // kubeconfigs lists the node's kubeconfig files (node paths).
 func (a *Agent) kubeconfigs() ([]string, error) {
-	matches, err := filepath.Glob(a.FS.Path(path.Join(kubeconfig.Dir, "*.conf")))
+	matches, err := filepath.Glob(a.FS.Path(path.Join(node.KubernetesDir, "*.conf")))
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, m := range matches {
-		out = append(out, path.Join(kubeconfig.Dir, filepath.Base(m)))
+		out = append(out, path.Join(node.KubernetesDir, filepath.Base(m)))
 	}
 	sort.Strings(out)
 	return out, nil
@@ -325,7 +325,7 @@ func (a *Agent) reissue(ctx context.Context, c kubernetes.Interface, kind string
 // goes to the kubelet's rotating files, and kubelet.conf names them, as
 // init's kubelet-finalize phase does.
 func (a *Agent) reissueEmbedded(ctx context.Context, c kubernetes.Interface, signer *x509.Certificate) (string, error) {
-	file := path.Join(kubeconfig.Dir, kubeconfig.Kubelet)
+	file := path.Join(node.KubernetesDir, kubeconfig.Kubelet)
 	b, err := a.FS.ReadFile(file)
 	if err != nil {
 		return "", nil

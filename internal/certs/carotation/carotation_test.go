@@ -99,7 +99,7 @@ func TestAgentFollowsTheSteps(t *testing.T) {
 	current := filepath.Join(pkiDir, "kubelet-client-current.pem")
 	kc := kubeconfig.WithCertFiles("https://10.0.0.1:6443", "kubernetes", pki.EncodeCertPEM(old.Cert), "system:node:w", current, current)
 	b, _ := clientcmd.Write(*kc)
-	root.WriteFile(path.Join(kubeconfig.Dir, kubeconfig.Kubelet), b, 0o600)
+	root.WriteFile(path.Join(node.KubernetesDir, kubeconfig.Kubelet), b, 0o600)
 
 	client := fake.NewSimpleClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "w"}})
 	n := 0
@@ -147,7 +147,7 @@ func TestAgentFollowsTheSteps(t *testing.T) {
 		if ca, _ := root.ReadFile("/etc/kubernetes/pki/ca.crt"); !sameSet(ca, s.Trust) {
 			t.Errorf("%s: ca.crt holds %s", s.Phase, ca)
 		}
-		kc, err := clientcmd.LoadFromFile(root.Path(path.Join(kubeconfig.Dir, kubeconfig.Kubelet)))
+		kc, err := clientcmd.LoadFromFile(root.Path(path.Join(node.KubernetesDir, kubeconfig.Kubelet)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,7 +259,7 @@ func TestControlPlaneAgentFollowsTheSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := clientcmd.Write(*kc)
-	root.WriteFile(kubeconfig.AdminPath, b, 0o600)
+	root.WriteFile(node.AdminKubeconfig, b, 0o600)
 
 	nextKeyPEM, _ := keyutil.MarshalPrivateKeyToPEM(next.Key)
 	sealed, err := SealKey(old.Key, next.Cert, nextKeyPEM)
@@ -335,7 +335,7 @@ func TestControlPlaneAgentFollowsTheSteps(t *testing.T) {
 	if c := cert("apiserver.crt"); c.Subject.CommonName != "kube-apiserver" || fmt.Sprint(c.DNSNames) != "[cp2]" {
 		t.Errorf("switch: apiserver.crt lost its identity: %s %v", c.Subject.CommonName, c.DNSNames)
 	}
-	if c, err := kw.ClientCert(kubeconfig.AdminPath); err != nil || !signedBy(c, next.Cert) {
+	if c, err := kw.ClientCert(node.AdminKubeconfig); err != nil || !signedBy(c, next.Cert) {
 		t.Errorf("switch: admin.conf's certificate was not re-issued by the new CA (%v)", err)
 	}
 

@@ -21,6 +21,7 @@ import (
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
 	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
 	"github.com/kubeboot/kubeboot/internal/certs/pki"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 )
 
 // KeySecret is the Secret (in kube-system) that hands the new CA key to
@@ -167,7 +168,7 @@ func (p *ControlPlane) Switch(ctx context.Context, step Step, newKey func() ([]b
 		p.Logf("[certs/rotate-ca] Re-issued %s with the new CA", p.fs().Path(p.file(s.BaseName+".crt")))
 	}
 	for _, k := range kubeconfig.Renewable(p.Gen.Cfg) {
-		file := path.Join(kubeconfig.Dir, k.FileName)
+		file := path.Join(node.KubernetesDir, k.FileName)
 		if !fsys.Exists(p.fs(), file) {
 			continue
 		}

@@ -22,18 +22,13 @@ import (
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
 	"github.com/kubeboot/kubeboot/internal/certs/pki"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/pkg/config"
 )
 
-// Dir is where kubeconfig files live, as a node path: kubeadm's.
-const Dir = kubeadmconstants.KubernetesDir
-
-// Admin is the cluster administrator's kubeconfig file, in Dir;
-// AdminPath its node path.
-const (
-	Admin     = kubeadmconstants.AdminKubeConfigFileName
-	AdminPath = Dir + "/" + Admin
-)
+// Admin is the cluster administrator's kubeconfig file, in
+// node.KubernetesDir (its node path is node.AdminKubeconfig).
+const Admin = kubeadmconstants.AdminKubeConfigFileName
 
 // Spec is one kubeconfig file and the identity it carries.
 type Spec struct {
@@ -161,7 +156,7 @@ func (w *Writer) EnsureAll() error {
 // file (a silent rewrite could lock an operator out, a silent reuse could
 // point a component at the wrong cluster).
 func (w *Writer) Ensure(s Spec) error {
-	file := path.Join(Dir, s.FileName)
+	file := path.Join(node.KubernetesDir, s.FileName)
 	ca, err := w.PKI.CA("ca")
 	if err != nil {
 		return err
@@ -191,7 +186,7 @@ func (w *Writer) write(file string, kc *clientcmdapi.Config) error {
 	if err != nil {
 		return err
 	}
-	if err := w.FS.MkdirAll(Dir, 0o755); err != nil {
+	if err := w.FS.MkdirAll(node.KubernetesDir, 0o755); err != nil {
 		return err
 	}
 	return w.FS.WriteFile(file, b, 0o600)
@@ -252,7 +247,7 @@ func (w *Writer) ClientCert(file string) (*x509.Certificate, error) {
 // Renew re-issues the client certificate of a kubeconfig file, keeping
 // its identity, server and CA.
 func (w *Writer) Renew(s Spec) error {
-	file := path.Join(Dir, s.FileName)
+	file := path.Join(node.KubernetesDir, s.FileName)
 	kc, _, user, err := w.Load(file)
 	if err != nil {
 		return err

@@ -6,7 +6,7 @@ import (
 	kubeconfigutil "k8s.io/kubernetes/cmd/kubeadm/app/util/kubeconfig"
 )
 
-// Files of a joining node, in Dir.
+// Files of a joining node, in node.KubernetesDir.
 const (
 	// BootstrapKubelet holds the bootstrap token the kubelet uses for its
 	// TLS bootstrap; join removes it once the kubelet has its certificate.

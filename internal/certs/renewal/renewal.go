@@ -20,6 +20,7 @@ import (
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
 	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
 	"github.com/kubeboot/kubeboot/internal/certs/pki"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/pkg/config"
 )
 
@@ -126,7 +127,7 @@ func (r *Renewer) items() []item {
 		out = append(out, item{name: name, cert: cert, ca: ca, renew: func() error { return r.Gen.Renew(name) }})
 	}
 	for _, k := range kubeconfig.Renewable(r.Gen.Cfg) {
-		file := path.Join(kubeconfig.Dir, k.FileName)
+		file := path.Join(node.KubernetesDir, k.FileName)
 		if !fsys.Exists(r.KW.FS, file) {
 			continue
 		}
@@ -184,7 +185,7 @@ func (r *Renewer) Once() time.Duration {
 // Run renews certificates as they become due until ctx ends.
 func (r *Renewer) Run(ctx context.Context) error {
 	r.Logf("[certs] Renewing the certificates in %s and the kubeconfigs in %s %s before they expire",
-		r.Gen.FS.Path(r.Gen.Dir()), r.Gen.FS.Path(kubeconfig.Dir), Window(r.RenewBefore, r.Validity))
+		r.Gen.FS.Path(r.Gen.Dir()), r.Gen.FS.Path(node.KubernetesDir), Window(r.RenewBefore, r.Validity))
 	for {
 		wait := r.Once()
 		select {

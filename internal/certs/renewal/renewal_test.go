@@ -30,9 +30,9 @@ func TestWindow(t *testing.T) {
 	}
 }
 
-// node makes a control plane's certificates and kubeconfigs, valid for
+// controlPlane makes a control plane's certificates and kubeconfigs, valid for
 // validity from t0.
-func node(t *testing.T, validity time.Duration, t0 time.Time) (fsys.Root, *config.Config) {
+func controlPlane(t *testing.T, validity time.Duration, t0 time.Time) (fsys.Root, *config.Config) {
 	t.Helper()
 	c := &config.Config{}
 	c.EnsureInit()
@@ -55,7 +55,7 @@ func node(t *testing.T, validity time.Duration, t0 time.Time) (fsys.Root, *confi
 
 func TestOnceRenewsWhatIsDue(t *testing.T) {
 	t0 := time.Now().Truncate(time.Second)
-	fs, c := node(t, 2*time.Minute, t0)
+	fs, c := controlPlane(t, 2*time.Minute, t0)
 	var logs []string
 	now := t0.Add(30 * time.Second)
 	r := New(fs, c.Cluster.CertificatesDir, string(c.Cluster.EncryptionAlgorithm), 2*time.Minute, DefaultRenewBefore, func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) })
@@ -117,7 +117,7 @@ func TestOnceRenewsWhatIsDue(t *testing.T) {
 // and again: the log says once that the CA is the one to act on.
 func TestCappedByTheCA(t *testing.T) {
 	t0 := time.Now().Truncate(time.Second)
-	fs, c := node(t, 2*time.Minute, t0)
+	fs, c := controlPlane(t, 2*time.Minute, t0)
 	var logs []string
 	r := New(fs, c.Cluster.CertificatesDir, string(c.Cluster.EncryptionAlgorithm), 2*time.Minute, DefaultRenewBefore, func(f string, a ...any) { logs = append(logs, fmt.Sprintf(f, a...)) })
 	// The CAs expire in 10 years: renewing 10 years on from now yields

@@ -51,6 +51,13 @@ const (
 	KubeProxyConfig = KubeProxyDir + "/config.conf"
 	KubeProxyConf   = "/etc/kubernetes/kube-proxy.conf"
 	ManifestsDir    = "/etc/kubernetes/manifests"
+
+	// KubernetesDir is kubeadm's /etc/kubernetes, where the kubeconfigs
+	// are; AdminKubeconfig the cluster administrator's (kubeadm's
+	// admin.conf); SpecDir the node's component specs.
+	KubernetesDir   = "/etc/kubernetes"
+	AdminKubeconfig = KubernetesDir + "/admin.conf"
+	SpecDir         = KubernetesDir + "/kubeboot/components"
 	// StorageRoot is the base path of the storage add-on's volumes: a
 	// node's are in StorageDir(its name), a host path (see
 	// EnsureStorageDir).

@@ -21,7 +21,6 @@ import (
 
 	"github.com/kubeboot/kubeboot/internal/base/poll"
 	"github.com/kubeboot/kubeboot/internal/certs/bootstrap"
-	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
 	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
 	"github.com/kubeboot/kubeboot/pkg/config"
@@ -131,7 +130,7 @@ func runEnableClientCertRotation(_ context.Context, d *Data) error {
 		d.Logf("[kubelet-finalize] The kubelet still uses the client certificate in kubelet.conf; it rotates it into %q before expiry", d.FS.Path(current))
 		return nil
 	}
-	file := path.Join(kubeconfig.Dir, "kubelet.conf")
+	file := path.Join(node.KubernetesDir, "kubelet.conf")
 	kc, _, user, err := d.Kubeconfigs.Load(file)
 	if err != nil {
 		return err

@@ -102,7 +102,7 @@ func (d *Data) PrepareKeys() {
 	}
 	missing(path.Join(d.PKI.Dir(), "sa.key"))
 	for _, k := range kubeconfig.List(d.Cfg) {
-		missing(path.Join(kubeconfig.Dir, k.FileName))
+		missing(path.Join(node.KubernetesDir, k.FileName))
 	}
 	d.PKI.Keys = pki.NewKeyPool(d.Cfg.Cluster.EncryptionAlgorithm, n)
 }
@@ -117,7 +117,7 @@ func (d *Data) Client() (kubernetes.Interface, error) {
 	if d.client != nil {
 		return d.client, nil
 	}
-	c, rc, err := apiclient.FromKubeconfig(d.FS.Path(kubeconfig.AdminPath), d.localServer())
+	c, rc, err := apiclient.FromKubeconfig(d.FS.Path(node.AdminKubeconfig), d.localServer())
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +173,7 @@ func Phases() []phase {
 		}},
 		{Name: "control-plane", Short: "Generate the configuration for and start the control-plane components",
 			Run: func(_ context.Context, d *Data) error {
-				d.Logf("[control-plane] Using component spec folder %q", d.FS.Path(component.SpecDir))
+				d.Logf("[control-plane] Using component spec folder %q", d.FS.Path(node.SpecDir))
 				return hardening.Files(d.FS, d.Cfg, true, d.Logf)
 			},
 			Phases: []phase{
@@ -278,8 +278,8 @@ func certsPhase() phase {
 func kubeconfigPhase() phase {
 	p := phase{Name: "kubeconfig", Short: "Generate all kubeconfig files necessary to establish the control plane and the admin kubeconfig file",
 		Run: func(_ context.Context, d *Data) error {
-			d.Logf("[kubeconfig] Using kubeconfig folder %q", d.FS.Path(kubeconfig.Dir))
-			return d.FS.MkdirAll(kubeconfig.Dir, 0o755)
+			d.Logf("[kubeconfig] Using kubeconfig folder %q", d.FS.Path(node.KubernetesDir))
+			return d.FS.MkdirAll(node.KubernetesDir, 0o755)
 		}}
 	for i, s := range kubeconfig.List(nil) {
 		p.Phases = append(p.Phases, phase{
@@ -345,7 +345,7 @@ func runWaitControlPlane(ctx context.Context, d *Data) error {
 	}
 	// admin.conf's group has no rights until this binding exists; only
 	// super-admin.conf can create it.
-	super, _, err := apiclient.FromKubeconfig(d.FS.Path(path.Join(kubeconfig.Dir, "super-admin.conf")), d.localServer())
+	super, _, err := apiclient.FromKubeconfig(d.FS.Path(path.Join(node.KubernetesDir, "super-admin.conf")), d.localServer())
 	if err != nil {
 		return err
 	}
@@ -381,7 +381,7 @@ func runBootstrapToken(ctx context.Context, d *Data) error {
 		}
 	}
 	d.Logf("[bootstrap-token] Configuring bootstrap tokens, cluster-info ConfigMap, RBAC Roles")
-	admin, err := clientcmd.LoadFromFile(d.FS.Path(kubeconfig.AdminPath))
+	admin, err := clientcmd.LoadFromFile(d.FS.Path(node.AdminKubeconfig))
 	if err != nil && !d.FS.DryRun() {
 		return err
 	}
@@ -526,7 +526,7 @@ func runShowJoinCommand(_ context.Context, d *Data) error {
 	if d.SkipCertificateKeyPrint {
 		key = "<value withheld>"
 	}
-	admin := d.FS.Path(kubeconfig.AdminPath)
+	admin := d.FS.Path(node.AdminKubeconfig)
 	fmt.Fprintf(d.Out, `
 Your Kubernetes control-plane has initialized successfully!
 

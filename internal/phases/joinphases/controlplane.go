@@ -25,6 +25,7 @@ import (
 	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
 	"github.com/kubeboot/kubeboot/internal/certs/pki"
 	"github.com/kubeboot/kubeboot/internal/host/hardening"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/host/preflight"
 	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
 	"github.com/kubeboot/kubeboot/internal/runtime/component"
@@ -120,7 +121,7 @@ func runControlPlaneKubeconfigs(ctx context.Context, d *Data) error {
 	if err := d.discover(ctx); err != nil {
 		return err
 	}
-	d.Logf("[kubeconfig] Using kubeconfig folder %q", d.FS.Path(kubeconfig.Dir))
+	d.Logf("[kubeconfig] Using kubeconfig folder %q", d.FS.Path(node.KubernetesDir))
 	w := &kubeconfig.Writer{FS: d.FS, Cfg: d.Cfg, PKI: d.generator(), Out: d.Out}
 	for _, s := range kubeconfig.List(d.Cfg) {
 		if slices.Contains(controlPlaneKubeconfigs, s.Name) {
@@ -137,7 +138,7 @@ func runControlPlaneSpecs(ctx context.Context, d *Data) error {
 		return err
 	}
 	r := d.Renderer()
-	d.Logf("[control-plane] Using component spec folder %q", d.FS.Path(component.SpecDir))
+	d.Logf("[control-plane] Using component spec folder %q", d.FS.Path(node.SpecDir))
 	if err := hardening.Files(d.FS, d.Cfg, false, d.Logf); err != nil {
 		return err
 	}
@@ -159,7 +160,7 @@ func runControlPlaneSpecs(ctx context.Context, d *Data) error {
 // talking to the API server this node joined through (its own does not
 // serve before its etcd member does).
 func (d *Data) adminClient() (kubernetes.Interface, error) {
-	c, _, err := apiclient.FromKubeconfig(d.FS.Path(kubeconfig.AdminPath), d.cluster.Server)
+	c, _, err := apiclient.FromKubeconfig(d.FS.Path(node.AdminKubeconfig), d.cluster.Server)
 	return c, err
 }
 

@@ -114,7 +114,7 @@ func Phases() []phase {
 func runPreflight(ctx context.Context, d *Data) error {
 	d.Logf("[preflight] Running pre-flight checks")
 	checks := []preflight.Check{preflight.IsPrivilegedUser()}
-	for _, f := range []string{path.Join(kubeconfig.Dir, kubeconfig.Kubelet), path.Join(kubeconfig.Dir, kubeconfig.BootstrapKubelet), d.Join.CACertPath} {
+	for _, f := range []string{path.Join(node.KubernetesDir, kubeconfig.Kubelet), path.Join(node.KubernetesDir, kubeconfig.BootstrapKubelet), d.Join.CACertPath} {
 		checks = append(checks, preflight.FileAvailable(d.FS, f))
 	}
 	checks = append(checks, d.Checks()...)
@@ -298,7 +298,7 @@ func runKubeletStart(ctx context.Context, d *Data) error {
 	if err != nil {
 		return err
 	}
-	bootFile := path.Join(kubeconfig.Dir, kubeconfig.BootstrapKubelet)
+	bootFile := path.Join(node.KubernetesDir, kubeconfig.BootstrapKubelet)
 	d.Logf("[kubelet-start] Writing the bootstrap kubeconfig to file %q", d.FS.Path(bootFile))
 	if err := d.FS.WriteFile(bootFile, b, 0o600); err != nil {
 		return err
@@ -336,7 +336,7 @@ func runKubeletWaitBootstrap(ctx context.Context, d *Data) error {
 		d.Logf("[kubelet-wait] Would wait for the kubelet to be bootstrapped")
 		return nil
 	}
-	boot := path.Join(kubeconfig.Dir, kubeconfig.BootstrapKubelet)
+	boot := path.Join(node.KubernetesDir, kubeconfig.BootstrapKubelet)
 	// The bootstrap token leaves the disk once the kubelet has its
 	// certificate, as kubeadm removes it.
 	defer os.Remove(d.FS.Path(boot))
@@ -362,7 +362,7 @@ func runKubeletWaitBootstrap(ctx context.Context, d *Data) error {
 // waitTLSBootstrap waits until kubelet.conf exists with the files it
 // names: the kubelet has its client certificate.
 func (d *Data) waitTLSBootstrap(ctx context.Context) error {
-	file := d.FS.Path(path.Join(kubeconfig.Dir, kubeconfig.Kubelet))
+	file := d.FS.Path(path.Join(node.KubernetesDir, kubeconfig.Kubelet))
 	timeout := d.Join.Timeouts.TLSBootstrap.Duration
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -390,7 +390,7 @@ func (d *Data) writeKubeProxyConf() error {
 	if err != nil {
 		return err
 	}
-	return d.FS.WriteFile(path.Join(kubeconfig.Dir, kubeconfig.KubeProxy), b, 0o600)
+	return d.FS.WriteFile(path.Join(node.KubernetesDir, kubeconfig.KubeProxy), b, 0o600)
 }
 
 func parseToken(s string) (*bootstraptokenv1.BootstrapTokenString, error) {

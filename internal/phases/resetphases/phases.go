@@ -156,7 +156,7 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 		return err
 	}
 	if worker && name != "" {
-		d.deleteNode(ctx, name, path.Join(kubeconfig.Dir, kubeconfig.Kubelet))
+		d.deleteNode(ctx, name, path.Join(node.KubernetesDir, kubeconfig.Kubelet))
 	}
 	ids, err := cleanup.KillContainers(ctx, fs.Path(node.ContainerdSocket), d.Out)
 	if err != nil {
@@ -437,7 +437,7 @@ func runRemoveEtcdMember(ctx context.Context, d *Data) error {
 		if err := daemon.NewClient(d.FS).StopComponent(ctx, component.Kubelet, time.Minute); err != nil {
 			return err
 		}
-		d.deleteNode(ctx, name, kubeconfig.AdminPath)
+		d.deleteNode(ctx, name, node.AdminKubeconfig)
 	}
 	// The API server next, while its etcd member still serves: on the way
 	// out it removes its endpoint from the kubernetes Service (the other

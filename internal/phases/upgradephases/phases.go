@@ -20,6 +20,7 @@ import (
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
 	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
 	"github.com/kubeboot/kubeboot/internal/etcd/etcdbackup"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
 	"github.com/kubeboot/kubeboot/internal/phases/workflow"
 	"github.com/kubeboot/kubeboot/internal/runtime/component"
@@ -143,10 +144,10 @@ func runAddOns(ctx context.Context, d *Data) error {
 	}
 	// A worker's kubelet may list the nodes too; only the administrator
 	// moves the add-ons.
-	admin := fsys.Exists(d.FS, kubeconfig.AdminPath)
-	conf := path.Join(kubeconfig.Dir, kubeconfig.Kubelet)
+	admin := fsys.Exists(d.FS, node.AdminKubeconfig)
+	conf := path.Join(node.KubernetesDir, kubeconfig.Kubelet)
 	if admin {
-		conf = kubeconfig.AdminPath
+		conf = node.AdminKubeconfig
 	}
 	c, _, err := apiclient.FromKubeconfig(d.FS.Path(conf), "")
 	if err != nil {

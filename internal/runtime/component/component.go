@@ -25,6 +25,7 @@ import (
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
 	"github.com/kubeboot/kubeboot/internal/base/poll"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/host/preflight"
 )
 
@@ -299,11 +300,8 @@ type Store struct {
 	FS fsys.FS
 }
 
-// SpecDir is the node path of the specs directory.
-const SpecDir = "/etc/kubernetes/kubeboot/components"
-
 // SpecPath is the node path of one component's spec.
-func SpecPath(name string) string { return path.Join(SpecDir, name+".json") }
+func SpecPath(name string) string { return path.Join(node.SpecDir, name+".json") }
 
 // Write saves a spec, with its role from the table.
 func (s Store) Write(spec Spec) error {
@@ -314,7 +312,7 @@ func (s Store) Write(spec Spec) error {
 	if err != nil {
 		return err
 	}
-	if err := s.FS.MkdirAll(SpecDir, 0o700); err != nil {
+	if err := s.FS.MkdirAll(node.SpecDir, 0o700); err != nil {
 		return err
 	}
 	return s.FS.WriteFile(SpecPath(spec.Name), append(b, '\n'), 0o600)
@@ -322,7 +320,7 @@ func (s Store) Write(spec Spec) error {
 
 // Load reads every spec, sorted so that each comes after its dependencies.
 func (s Store) Load() ([]Spec, error) {
-	entries, err := os.ReadDir(s.FS.Path(SpecDir))
+	entries, err := os.ReadDir(s.FS.Path(node.SpecDir))
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
@@ -334,11 +332,11 @@ func (s Store) Load() ([]Spec, error) {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") || e.Name() == RetiredNetAgent+".json" {
 			continue
 		}
-		b, err := s.FS.ReadFile(path.Join(SpecDir, e.Name()))
+		b, err := s.FS.ReadFile(path.Join(node.SpecDir, e.Name()))
 		if err != nil {
 			return nil, err
 		}
-		spec, err := s.decode(path.Join(SpecDir, e.Name()), b)
+		spec, err := s.decode(path.Join(node.SpecDir, e.Name()), b)
 		if err != nil {
 			return nil, err
 		}

@@ -12,7 +12,6 @@ import (
 	netutils "k8s.io/utils/net"
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
-	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
 	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/pkg/config"
 )
@@ -47,7 +46,7 @@ func (r Renderer) pki(name string) string {
 }
 
 func (r Renderer) kubeconfig(file string) string {
-	return r.FS.Path(path.Join(kubeconfig.Dir, file))
+	return r.FS.Path(path.Join(node.KubernetesDir, file))
 }
 
 // root is the --root of kubeboot's own components (the load

@@ -13,6 +13,7 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/pkg/config"
 )
 
@@ -64,7 +65,7 @@ func TestLegacyOwnSpecs(t *testing.T) {
 			old.Own, old.Args = nil, args
 		}
 		b, _ := json.Marshal(old)
-		if err := os.MkdirAll(host(SpecDir), 0o700); err != nil {
+		if err := os.MkdirAll(host(node.SpecDir), 0o700); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(host(SpecPath(name)), b, 0o600); err != nil {
@@ -196,7 +197,7 @@ func TestOwnJSON(t *testing.T) {
 	// A node's spec of such a component does not stop its others from
 	// loading (the daemon then refuses that one alone).
 	fs := fsys.NewRoot(t.TempDir())
-	if err := fs.MkdirAll(SpecDir, 0o700); err != nil {
+	if err := fs.MkdirAll(node.SpecDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	for name, b := range map[string]string{

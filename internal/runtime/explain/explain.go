@@ -21,6 +21,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/runtime/component"
 )
 
@@ -66,7 +67,7 @@ func (e *FS) MkdirAll(p string, perm fs.FileMode) error {
 var dirs = map[string]string{
 	"/etc/kubernetes/pki": "the certificates and keys; 0700, only root enters",
 	"/var/lib/etcd":       "etcd's data: every object of the cluster, Secrets included; 0700",
-	component.SpecDir:     "the component specs the node daemon runs, as kubeadm's static pod manifests",
+	node.SpecDir:          "the component specs the node daemon runs, as kubeadm's static pod manifests",
 	"/etc/kubernetes":     "kubeconfigs and the node's configuration",
 	"/etc/systemd/system": "systemd's unit directory",
 }
@@ -100,7 +101,7 @@ func Describe(nodePath string, data []byte, perm fs.FileMode) string {
 		parts = append(parts, "the private key of the certificate next to it")
 	case strings.HasSuffix(nodePath, ".conf") && path.Dir(nodePath) == "/etc/kubernetes":
 		parts = append(parts, describeKubeconfig(data))
-	case path.Dir(nodePath) == component.SpecDir:
+	case path.Dir(nodePath) == node.SpecDir:
 		parts = append(parts, describeSpec(data))
 	}
 	for _, f := range files {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
 	"github.com/kubeboot/kubeboot/internal/base/version"
-	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
 	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/kube/addons"
 	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
@@ -57,7 +56,7 @@ func List(nodes []NodeVersion) string {
 // once every node runs this binary's version and so holds its images:
 // before that their new pods could not start on the nodes left.
 func MoveAddOns(ctx context.Context, fs fsys.FS, logf func(string, ...any)) error {
-	c, rc, err := apiclient.FromKubeconfig(fs.Path(kubeconfig.AdminPath), "")
+	c, rc, err := apiclient.FromKubeconfig(fs.Path(node.AdminKubeconfig), "")
 	if err != nil {
 		return fmt.Errorf("%w: move the add-ons from a control plane", err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
 	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
 	"github.com/kubeboot/kubeboot/internal/runtime/component"
 	"github.com/kubeboot/kubeboot/internal/runtime/daemon"
@@ -58,9 +59,9 @@ func Prepare(ctx context.Context, fs fsys.FS, binary string) (*Target, error) {
 	}
 	// The kubelet's credentials work on every node; a control plane uses
 	// admin.conf, which can also list the nodes.
-	conf := path.Join(kubeconfig.Dir, kubeconfig.Kubelet)
+	conf := path.Join(node.KubernetesDir, kubeconfig.Kubelet)
 	if t.ControlPlane {
-		conf = kubeconfig.AdminPath
+		conf = node.AdminKubeconfig
 	}
 	if t.client, _, err = apiclient.FromKubeconfig(fs.Path(conf), ""); err != nil {
 		return nil, err
