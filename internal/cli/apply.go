@@ -95,14 +95,13 @@ func newApplyCommand(g *GlobalFlags, s Streams) *cobra.Command {
 			if kubeconfigOut == "" {
 				kubeconfigOut = defaultKubeconfigOut(file)
 			}
+			if err := checkOutput(output, "json", "yaml"); err != nil {
+				return err
+			}
 			progress := s.Out
-			switch output {
-			case "":
-			case "json", "yaml":
+			if output != "" {
 				// The result alone on standard output, for a program.
 				progress = s.Err
-			default:
-				return fmt.Errorf("invalid output format %q: one of json, yaml", output)
 			}
 			res, err := cluster.Apply(cmd.Context(), cluster.ApplyOptions{Cluster: c, DryRun: dryRun, AdminKubeconfig: kubeconfigOut, Timeout: timeout, Prune: prune, Out: progress})
 			if output != "" && res != nil {

@@ -133,8 +133,8 @@ func newStatusCommand(g *GlobalFlags, s Streams) *cobra.Command {
   kubeboot status -o json    # the same as data (with --watch, one document per line)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "" && output != "json" && output != "yaml" {
-				return fmt.Errorf("invalid output format %q: one of json, yaml", output)
+			if err := checkOutput(output, "json", "yaml"); err != nil {
+				return err
 			}
 			if watch && output == "yaml" {
 				return errors.New("--watch prints one JSON document per line: -o json, or no -o")

@@ -1,15 +1,11 @@
 package cli
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"runtime"
 
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubeboot/kubeboot/internal/base/version"
 )
@@ -70,7 +66,7 @@ func newVersionCommand(s Streams) *cobra.Command {
 			case "json", "yaml":
 				return printAs(s.Out, output, version.Get())
 			default:
-				return fmt.Errorf("invalid output format %q: one of json, yaml, short", output)
+				return checkOutput(output, "json", "yaml", "short")
 			}
 			return nil
 		},
@@ -78,17 +74,4 @@ func newVersionCommand(s Streams) *cobra.Command {
 	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format; available options are 'yaml', 'json' and 'short'")
 	cmd.Flags().BoolVar(&short, "short", false, "Print only the Kubernetes version (as -o short)")
 	return cmd
-}
-
-// printAs writes v as JSON (indented) or YAML, as -o json|yaml asks.
-func printAs(w io.Writer, format string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err == nil && format == "yaml" {
-		b, err = yaml.JSONToYAML(b)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", bytes.TrimSpace(b))
-	return err
 }

@@ -94,7 +94,7 @@ func TestVersionOutput(t *testing.T) {
 			t.Errorf("version %v: %q", args, out)
 		}
 	}
-	if _, errOut, code := run(t, "version", "-o", "xml"); code == 0 || !strings.Contains(errOut, `invalid output format "xml"`) {
+	if _, errOut, code := run(t, "version", "-o", "xml"); code == 0 || !strings.Contains(errOut, `invalid output format "xml": one of json, yaml, short`) {
 		t.Errorf("version -o xml: exit %d, %q", code, errOut)
 	}
 }
@@ -108,7 +108,7 @@ func TestStatusOutputs(t *testing.T) {
 		out  string
 		err  string
 	}{
-		{[]string{"-o", "xml"}, "", `invalid output format "xml"`},
+		{[]string{"-o", "xml"}, "", `invalid output format "xml": one of json, yaml`},
 		{[]string{"--watch", "-o", "yaml"}, "", "--watch prints one JSON document per line"},
 		{nil, "The kubeboot daemon is not running for " + root, ""},
 		{[]string{"-o", "json"}, "", "the kubeboot daemon is not running for " + root},
