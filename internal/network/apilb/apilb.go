@@ -128,10 +128,13 @@ func New(o Options) (*Balancer, error) {
 	if o.CAFile != "" {
 		b.caSeen, _ = versionOf(o.CAFile)
 	}
-	b.set([]string{o.Seed}, nil)
-	if known := b.readState(); len(known) > 0 {
-		b.set(nil, known)
+	// What it learned before is read before the first set, which writes
+	// the state file.
+	var known []string
+	if k := b.readState(); len(k) > 0 {
+		known = k
 	}
+	b.set([]string{o.Seed}, known)
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("the API server load balancer cannot listen on %s: %w", o.Listen, err)

@@ -21,6 +21,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
 	"github.com/kubeboot/kubeboot/internal/certs/pki"
 )
 
@@ -194,5 +195,44 @@ func TestBalancerReloadsItsCAFile(t *testing.T) {
 	os.Rename(file+".tmp", file)
 	if !lb.check(ctx, srv.addr) {
 		t.Error("the server of the CA added to the file failed the health check")
+	}
+}
+
+// The servers a balancer learned are kept in its state file, and a
+// balancer started again (the node rebooted, its seed down) knows them
+// before any API server answers; with no state file it knows the seed
+// alone.
+func TestBalancerKeepsWhatItLearned(t *testing.T) {
+	ca := newCA(t)
+	fs := fsys.NewRoot(t.TempDir())
+	const state = "/var/lib/kubeboot/apiserver-lb.json"
+	o := Options{Listen: "127.0.0.1:0", Seed: "127.0.0.1:1", CAData: pki.EncodeCertPEM(ca.Cert), FS: fs, StateFile: state, Logf: t.Logf}
+	lb, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb.set(nil, []string{"127.0.0.1:2", "127.0.0.1:3"})
+	lb.Close()
+	if !fsys.Exists(fs, state) {
+		t.Fatalf("%s not written", fs.Path(state))
+	}
+	again, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	for _, a := range []string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"} {
+		if _, ok := again.Servers()[a]; !ok {
+			t.Errorf("started again, the balancer does not know %s: %v", a, again.Servers())
+		}
+	}
+	o.StateFile = ""
+	none, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer none.Close()
+	if got := none.Servers(); len(got) != 1 {
+		t.Errorf("with no state file the balancer knows %v, want the seed alone", got)
 	}
 }
