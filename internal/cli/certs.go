@@ -345,7 +345,7 @@ func announceRenewal(fs fsys.FS, out io.Writer, renewed []string) error {
 	fmt.Fprintln(out, "\nDone renewing certificates. kube-apiserver and etcd load them by themselves, without a restart.")
 	if len(restart) > 0 {
 		fmt.Fprintf(out, "The kubeboot daemon restarts %s, one at a time, each once the previous is ready: they read their kubeconfigs only at start (its log: %s).\n",
-			strings.Join(restart, ", "), fs.Path(daemon.LogFile))
+			strings.Join(restart, ", "), fs.Path(node.DaemonLogFile))
 	}
 	return nil
 }

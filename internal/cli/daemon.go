@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/host/nodestate"
 	"github.com/kubeboot/kubeboot/internal/kube/manifests"
 	"github.com/kubeboot/kubeboot/internal/runtime/component"
@@ -52,10 +53,10 @@ components to run as spec files in /etc/kubernetes/kubeboot/components.`,
 					// Run by systemd (its unit): the journal has the output,
 					// and the log file too, where `kubeboot status` and the
 					// operator look without systemd.
-					if err := os.MkdirAll(fs.Path(daemon.LogDir), 0o755); err != nil {
+					if err := os.MkdirAll(fs.Path(node.LogDir), 0o755); err != nil {
 						return err
 					}
-					f, err := os.OpenFile(fs.Path(daemon.LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+					f, err := os.OpenFile(fs.Path(node.DaemonLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 					if err != nil {
 						return err
 					}
@@ -80,7 +81,7 @@ components to run as spec files in /etc/kubernetes/kubeboot/components.`,
 					return err
 				}
 				if started {
-					fmt.Fprintf(s.Out, "[daemon] Started the kubeboot daemon (pid %d); its log is %s\n", pid, fs.Path(daemon.LogFile))
+					fmt.Fprintf(s.Out, "[daemon] Started the kubeboot daemon (pid %d); its log is %s\n", pid, fs.Path(node.DaemonLogFile))
 				} else {
 					fmt.Fprintf(s.Out, "[daemon] The kubeboot daemon already runs (pid %d)\n", pid)
 				}

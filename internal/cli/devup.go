@@ -189,7 +189,7 @@ func watchComponents(ctx context.Context, s Streams, fs fsys.FS) {
 		return true
 	})
 	if err != nil && ctx.Err() == nil {
-		fmt.Fprintf(s.Out, "[dev] WARNING: %v; see %s\n", err, fs.Path(daemon.LogFile))
+		fmt.Fprintf(s.Out, "[dev] WARNING: %v; see %s\n", err, fs.Path(node.DaemonLogFile))
 	}
 }
 

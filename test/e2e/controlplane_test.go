@@ -20,6 +20,7 @@ import (
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	"k8s.io/cluster-bootstrap/token/jws"
 
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/runtime/daemon"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
@@ -73,7 +74,7 @@ func listAll(root string) []string {
 
 func readStatus(t *testing.T, h *nethost.Host) *daemon.StatusReport {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(h.Root, daemon.StatusFile))
+	b, err := os.ReadFile(filepath.Join(h.Root, node.DaemonStatusFile))
 	if err != nil {
 		t.Fatal(err)
 	}

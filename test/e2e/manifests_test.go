@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/kube/manifests"
 	"github.com/kubeboot/kubeboot/internal/runtime/component"
-	"github.com/kubeboot/kubeboot/internal/runtime/daemon"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 
@@ -49,7 +49,7 @@ data:
 // changes the cluster, objects leave it with their file; a broken file
 // shows in `kubeboot status` and as an Event on the node; a deleted file's
 // objects are deleted, and nothing else.
-func testManifests(t *testing.T, h *nethost.Host, node string) {
+func testManifests(t *testing.T, h *nethost.Host, nodeName string) {
 	dir := filepath.Join(h.Root, manifests.Dir)
 	write := func(name, data string) {
 		t.Helper()
@@ -62,7 +62,7 @@ func testManifests(t *testing.T, h *nethost.Host, node string) {
 	}
 	defer func() {
 		if t.Failed() {
-			log, _ := os.ReadFile(filepath.Join(h.Root, daemon.LogDir, component.ManifestApplier+".log"))
+			log, _ := os.ReadFile(filepath.Join(h.Root, node.LogDir, component.ManifestApplier+".log"))
 			st, _ := nethost.Run(h.Kubeboot("status"))
 			t.Logf("status:\n%s\napplier's log:\n%s", st, log)
 		}
@@ -110,7 +110,7 @@ func testManifests(t *testing.T, h *nethost.Host, node string) {
 		if !strings.Contains(line, "Failed") || !strings.Contains(line, "line 4 (document 1)") {
 			return fmt.Errorf("status shows no failed broken.yaml:\n%s", st)
 		}
-		ev, err := kubectlErr(h, "get", "events", "--field-selector", "involvedObject.kind=Node,involvedObject.name="+node+",reason=ManifestInvalid", "-o", "jsonpath={.items[*].message}")
+		ev, err := kubectlErr(h, "get", "events", "--field-selector", "involvedObject.kind=Node,involvedObject.name="+nodeName+",reason=ManifestInvalid", "-o", "jsonpath={.items[*].message}")
 		if err != nil || !strings.Contains(ev, "broken.yaml") {
 			return fmt.Errorf("no ManifestInvalid Event: %v %s", err, ev)
 		}

@@ -28,14 +28,12 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/pkg/config"
 )
 
 // The node paths of the files the hardened settings name.
 const (
-	AuditPolicyFile = "/etc/kubernetes/audit-policy.yaml"
-	AuditLogDir     = "/var/log/kubernetes/audit"
-	AuditLogFile    = AuditLogDir + "/audit.log"
 	// EncryptionConfigName is the encryption configuration's file name in
 	// the certificates dir: a secret like the keys next to it, copied
 	// with them to joining control planes.
@@ -70,8 +68,8 @@ func Apply(c *config.Config) []string {
 	cl := c.Cluster
 	api := &cl.APIServer.ExtraArgs
 	// CIS 1.2.16-1.2.19: an audit log, kept 30 days in 10 files of 100 MB.
-	set("kube-apiserver", api, FlagAuditPolicy, AuditPolicyFile)
-	set("kube-apiserver", api, "audit-log-path", AuditLogFile)
+	set("kube-apiserver", api, FlagAuditPolicy, node.AuditPolicyFile)
+	set("kube-apiserver", api, "audit-log-path", node.AuditLogFile)
 	set("kube-apiserver", api, "audit-log-maxage", "30")
 	set("kube-apiserver", api, "audit-log-maxbackup", "10")
 	set("kube-apiserver", api, "audit-log-maxsize", "100")
@@ -208,7 +206,7 @@ func MissingKeyError(fs fsys.FS, c *config.Config) error {
 // operator put there are kept.
 func Files(fs fsys.FS, c *config.Config, newKey bool, logf func(string, ...any)) error {
 	args := c.Cluster.APIServer.ExtraArgs
-	if p, ok := Arg(args, FlagAuditPolicy); ok && p == AuditPolicyFile && !fsys.Exists(fs, p) {
+	if p, ok := Arg(args, FlagAuditPolicy); ok && p == node.AuditPolicyFile && !fsys.Exists(fs, p) {
 		logf("[control-plane] Writing the audit policy to %q", fs.Path(p))
 		if err := fs.MkdirAll(path.Dir(p), 0o755); err != nil {
 			return err

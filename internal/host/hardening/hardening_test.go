@@ -13,6 +13,7 @@ import (
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/pkg/config"
 )
 
@@ -98,7 +99,7 @@ func TestFiles(t *testing.T) {
 	if err := Files(first, c, true, logf); err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{AuditPolicyFile, EncryptionConfigFile(c)} {
+	for _, f := range []string{node.AuditPolicyFile, EncryptionConfigFile(c)} {
 		st, err := os.Stat(first.Path(f))
 		if err != nil || st.Mode().Perm() != 0o600 {
 			t.Errorf("%s: %v %v", f, err, st)

@@ -56,6 +56,18 @@ const (
 	// are; AdminKubeconfig the cluster administrator's (kubeadm's
 	// admin.conf); SpecDir the node's component specs.
 	KubernetesDir   = "/etc/kubernetes"
+	// RunDir and LogDir are the node daemon's; LinkDir holds the links
+	// named after the components that the daemon starts them through.
+	RunDir           = "/run/kubeboot"
+	DaemonPidFile    = RunDir + "/daemon.pid"
+	DaemonStatusFile = RunDir + "/status.json"
+	LogDir           = "/var/log/kubeboot"
+	DaemonLogFile    = LogDir + "/daemon.log"
+	LinkDir          = "/var/lib/kubeboot/bin"
+	// The files the hardened settings (--hardened) name.
+	AuditPolicyFile = "/etc/kubernetes/audit-policy.yaml"
+	AuditLogDir     = "/var/log/kubernetes/audit"
+	AuditLogFile    = AuditLogDir + "/audit.log"
 	AdminKubeconfig = KubernetesDir + "/admin.conf"
 	SpecDir         = KubernetesDir + "/kubeboot/components"
 	// StorageRoot is the base path of the storage add-on's volumes: a

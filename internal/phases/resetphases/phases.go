@@ -31,7 +31,6 @@ import (
 	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
 	"github.com/kubeboot/kubeboot/internal/host/cleanup"
 	"github.com/kubeboot/kubeboot/internal/host/cpugroup"
-	"github.com/kubeboot/kubeboot/internal/host/hardening"
 	"github.com/kubeboot/kubeboot/internal/host/host"
 	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/host/nodestate"
@@ -115,7 +114,7 @@ func runPreflight(_ context.Context, d *Data) error {
 
 // nodeStatePaths are the node paths kubeboot creates, besides the etcd
 // data dir (read from the etcd spec) and the certificates dir.
-var nodeStatePaths = []string{"/etc/kubernetes", "/var/lib/kubeboot", daemon.LogDir, daemon.RunDir, hardening.AuditLogDir,
+var nodeStatePaths = []string{"/etc/kubernetes", "/var/lib/kubeboot", node.LogDir, node.RunDir, node.AuditLogDir,
 	node.KubeletDir, node.KubeProxyDir, node.CNIConfDir, node.CNIDataDir, node.PodLogsDir}
 
 // emptyParents are the parents of nodeStatePaths that init makes, deepest
@@ -174,7 +173,7 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 	// Only under kubeboot's own directories: with --root / an unmount under
 	// the root would take the host's mounts.
 	d.logf("[reset] Unmounting mounted directories in %q", fs.Path(node.KubeletDir))
-	for _, dir := range []string{node.KubeletDir, node.ContainerdState, node.ContainerdRoot, daemon.RunDir} {
+	for _, dir := range []string{node.KubeletDir, node.ContainerdState, node.ContainerdRoot, node.RunDir} {
 		if err := cleanup.Unmount(fs.Path(dir), d.Out); err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/runtime/component"
 	"github.com/kubeboot/kubeboot/internal/runtime/supervisor"
 )
@@ -33,7 +34,7 @@ import (
 //	DELETE /v1/components/{name}            remove its spec: answer once it is stopped
 //
 // The waiting requests take ?timeout= (a Go duration; 2m by default).
-const SocketFile = RunDir + "/daemon.sock"
+const SocketFile = node.RunDir + "/daemon.sock"
 
 // maxSocketPath is the longest path a unix socket takes (sun_path less
 // its terminating NUL).
@@ -351,7 +352,7 @@ func (d *Daemon) waitUntil(ctx context.Context, what string, timeout time.Durati
 		select {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return statusError{http.StatusGatewayTimeout, fmt.Errorf("the kubeboot daemon did not %s within %s; see %s", what, timeout, d.fs.Path(LogFile))}
+				return statusError{http.StatusGatewayTimeout, fmt.Errorf("the kubeboot daemon did not %s within %s; see %s", what, timeout, d.fs.Path(node.DaemonLogFile))}
 			}
 			return ctx.Err()
 		case <-changed:

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/runtime/component"
 	"github.com/kubeboot/kubeboot/internal/runtime/supervisor"
 )
@@ -118,7 +119,7 @@ func (c *Client) do(ctx context.Context, method, p string, q url.Values, in any)
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		case errors.Is(err, syscall.ECONNREFUSED):
-			return nil, fmt.Errorf("the kubeboot daemon does not answer on %s: it is stopping (its log: %s)", c.fs.Path(SocketFile), c.fs.Path(LogFile))
+			return nil, fmt.Errorf("the kubeboot daemon does not answer on %s: it is stopping (its log: %s)", c.fs.Path(SocketFile), c.fs.Path(node.DaemonLogFile))
 		}
 		return nil, fmt.Errorf("the kubeboot daemon's API (%s): %w", c.fs.Path(SocketFile), err)
 	}
@@ -334,7 +335,7 @@ func (c *Client) legacyWait(ctx context.Context, pid int, timeout time.Duration,
 		r, err := ReadStatus(c.fs)
 		return err == nil && r.Updated.After(sent) && ok(r), nil
 	})
-	return pollError(ctx, err, "the kubeboot daemon did not %s within %s; see %s", what, timeout, c.fs.Path(LogFile))
+	return pollError(ctx, err, "the kubeboot daemon did not %s within %s; see %s", what, timeout, c.fs.Path(node.DaemonLogFile))
 }
 
 func hup(pid int) error {

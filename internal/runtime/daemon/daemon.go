@@ -33,18 +33,6 @@ import (
 	"github.com/kubeboot/kubeboot/internal/runtime/supervisor"
 )
 
-// Node paths the daemon uses.
-const (
-	RunDir     = "/run/kubeboot"
-	PidFile    = RunDir + "/daemon.pid"
-	StatusFile = RunDir + "/status.json"
-	LogDir     = "/var/log/kubeboot"
-	LogFile    = LogDir + "/daemon.log"
-	// LinkDir holds the links named after the components that the daemon
-	// starts them through.
-	LinkDir = "/var/lib/kubeboot/bin"
-)
-
 // componentPath is the PATH a component gets when the daemon has none:
 // the system's directories, where they find containerd, runc, iptables
 // and mount.
@@ -89,7 +77,7 @@ const StateSwapped = "swapped"
 // SwapDir holds a file per swapped component: the daemon does not run
 // those, and components that come After one treat it as running
 // elsewhere.
-const SwapDir = RunDir + "/swapped"
+const SwapDir = node.RunDir + "/swapped"
 
 // Swapped are the components swapped out on this node.
 func Swapped(fs fsys.FS) map[string]time.Time {
@@ -106,16 +94,16 @@ func Swapped(fs fsys.FS) map[string]time.Time {
 // lock takes the exclusive lock on the pid file. It fails when another
 // daemon holds it.
 func lock(fs fsys.FS) (*os.File, error) {
-	if err := os.MkdirAll(fs.Path(RunDir), 0o755); err != nil {
+	if err := os.MkdirAll(fs.Path(node.RunDir), 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.OpenFile(fs.Path(PidFile), os.O_CREATE|os.O_RDWR, 0o644)
+	f, err := os.OpenFile(fs.Path(node.DaemonPidFile), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("another kubeboot daemon runs for %s (pid file %s is locked)", fs.Path("/"), fs.Path(PidFile))
+		return nil, fmt.Errorf("another kubeboot daemon runs for %s (pid file %s is locked)", fs.Path("/"), fs.Path(node.DaemonPidFile))
 	}
 	// A dead daemon's pid goes at once: until this one writes its own, the
 	// file names none.
@@ -128,7 +116,7 @@ func lock(fs fsys.FS) (*os.File, error) {
 
 // Running returns the pid of the daemon of this root, or 0 when none runs.
 func Running(fs fsys.FS) int {
-	f, err := os.Open(fs.Path(PidFile))
+	f, err := os.Open(fs.Path(node.DaemonPidFile))
 	if err != nil {
 		return 0
 	}
@@ -207,7 +195,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return err
 	}
 	defer func() {
-		os.Remove(fs.Path(PidFile))
+		os.Remove(fs.Path(node.DaemonPidFile))
 		pidf.Close()
 	}()
 	// The socket before the pid: whoever finds the daemon running finds
@@ -228,7 +216,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	if _, err := pidf.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(fs.Path(LogDir), 0o755); err != nil {
+	if err := os.MkdirAll(fs.Path(node.LogDir), 0o755); err != nil {
 		return err
 	}
 	d.env = ComponentEnv(os.Environ())
@@ -241,10 +229,10 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 	}
 	d.cpu = newBringUp(fs, d.logf)
-	d.sup = supervisor.New(supervisor.Options{Exe: d.exe, LogDir: fs.Path(LogDir), Logf: d.logf,
+	d.sup = supervisor.New(supervisor.Options{Exe: d.exe, LogDir: fs.Path(node.LogDir), Logf: d.logf,
 		OnChange:  d.changed,
 		Started:   d.cpu.place,
-		LinkDir:   fs.Path(LinkDir),
+		LinkDir:   fs.Path(node.LinkDir),
 		Env:       d.env,
 		Dir:       fs.Path("/"),
 		InProcess: d.inProcess,
@@ -302,7 +290,7 @@ func (d *Daemon) writeStatus() {
 		return
 	}
 	b, _ := json.MarshalIndent(d.reportLocked(), "", "  ")
-	_ = fsys.WriteFileAtomic(d.fs.Path(StatusFile), b, 0o644)
+	_ = fsys.WriteFileAtomic(d.fs.Path(node.DaemonStatusFile), b, 0o644)
 	d.changedMu.Lock()
 	close(d.changedCh)
 	d.changedCh = make(chan struct{})
@@ -407,13 +395,13 @@ func (d *Daemon) reload() {
 
 // ReadStatus reads the status file the daemon writes.
 func ReadStatus(fs fsys.FS) (*StatusReport, error) {
-	b, err := os.ReadFile(fs.Path(StatusFile))
+	b, err := os.ReadFile(fs.Path(node.DaemonStatusFile))
 	if err != nil {
 		return nil, err
 	}
 	var r StatusReport
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s: %w", fs.Path(StatusFile), err)
+		return nil, fmt.Errorf("%s: %w", fs.Path(node.DaemonStatusFile), err)
 	}
 	return &r, nil
 }
@@ -448,10 +436,10 @@ func Start(fs fsys.FS, exe string) (pid int, started bool, err error) {
 		}
 		return pid, true, nil
 	}
-	if err := os.MkdirAll(fs.Path(LogDir), 0o755); err != nil {
+	if err := os.MkdirAll(fs.Path(node.LogDir), 0o755); err != nil {
 		return 0, false, err
 	}
-	logf, err := os.OpenFile(fs.Path(LogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, err := os.OpenFile(fs.Path(node.DaemonLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return 0, false, err
 	}
@@ -471,13 +459,13 @@ func Start(fs fsys.FS, exe string) (pid int, started bool, err error) {
 		case Running(fs) == pid:
 			return true, nil
 		case syscall.Kill(pid, 0) != nil:
-			return false, fmt.Errorf("the kubeboot daemon exited at start; see %s", fs.Path(LogFile))
+			return false, fmt.Errorf("the kubeboot daemon exited at start; see %s", fs.Path(node.DaemonLogFile))
 		}
 		return false, nil
 	})
 	switch {
 	case wait.Interrupted(err):
-		return 0, false, fmt.Errorf("the kubeboot daemon (pid %d) did not take its pid file within 10s; see %s", pid, fs.Path(LogFile))
+		return 0, false, fmt.Errorf("the kubeboot daemon (pid %d) did not take its pid file within 10s; see %s", pid, fs.Path(node.DaemonLogFile))
 	case err != nil:
 		return 0, false, err
 	}

@@ -74,7 +74,7 @@ type Node struct {
 // DaemonStarted reports whether this run started the node daemon, and
 // where its logs are.
 func (n *Node) DaemonStarted() (bool, string) {
-	return n.StartedDaemon, n.FS.Path(daemon.LogDir)
+	return n.StartedDaemon, n.FS.Path(node.LogDir)
 }
 
 // Logf writes one line of the command's output.
@@ -117,7 +117,7 @@ func (n *Node) WriteSpec(spec component.Spec, prefix string) error {
 	}
 	if started {
 		n.StartedDaemon = true
-		n.Logf("[%s] Started the kubeboot node daemon (pid %d); its log is %q", prefix, pid, n.FS.Path(daemon.LogFile))
+		n.Logf("[%s] Started the kubeboot node daemon (pid %d); its log is %q", prefix, pid, n.FS.Path(node.DaemonLogFile))
 	}
 	return nil
 }
@@ -154,7 +154,7 @@ func (n *Node) Wait(ctx context.Context, prefix string, spec component.Spec) err
 	}
 	err := spec.Probe.WaitReady(ctx, n.Timeout, poll.Progress(n.Logf, prefix, fmt.Sprintf("%s at %s", spec.Name, spec.Probe), false))
 	if err != nil {
-		return fmt.Errorf("%s is not healthy: %w; its log is %s", spec.Name, err, n.FS.Path(path.Join(daemon.LogDir, spec.Name+".log")))
+		return fmt.Errorf("%s is not healthy: %w; its log is %s", spec.Name, err, n.FS.Path(path.Join(node.LogDir, spec.Name+".log")))
 	}
 	n.Logf("[%s] %s is healthy after %s", prefix, spec.Name, n.Since())
 	return nil
