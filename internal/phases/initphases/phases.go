@@ -1,6 +1,7 @@
 // Package initphases declares the phase tree of `kubeboot init`: kubeadm's
 // phases, in kubeadm's order, each calling into the domain packages. It
-// holds declarations and the glue between phases; the work lives in pkg/.
+// holds declarations and the glue between phases; the work lives in the
+// groups below it (internal/certs, internal/runtime, …).
 package initphases
 
 import (
