@@ -49,13 +49,15 @@ const (
 	VolumePluginDir = "/usr/libexec/kubernetes/kubelet-plugins/volume/exec"
 	KubeProxyDir    = "/var/lib/kube-proxy"
 	KubeProxyConfig = KubeProxyDir + "/config.conf"
-	KubeProxyConf   = "/etc/kubernetes/kube-proxy.conf"
-	ManifestsDir    = "/etc/kubernetes/manifests"
+	KubeProxyConf   = KubernetesDir + "/kube-proxy.conf"
+	ManifestsDir    = KubernetesDir + "/manifests"
 
 	// KubernetesDir is kubeadm's /etc/kubernetes, where the kubeconfigs
 	// are; AdminKubeconfig the cluster administrator's (kubeadm's
 	// admin.conf); SpecDir the node's component specs.
 	KubernetesDir   = "/etc/kubernetes"
+	AdminKubeconfig = KubernetesDir + "/admin.conf"
+	SpecDir         = KubernetesDir + "/kubeboot/components"
 	// RunDir and LogDir are the node daemon's; LinkDir holds the links
 	// named after the components that the daemon starts them through.
 	RunDir           = "/run/kubeboot"
@@ -65,11 +67,9 @@ const (
 	DaemonLogFile    = LogDir + "/daemon.log"
 	LinkDir          = "/var/lib/kubeboot/bin"
 	// The files the hardened settings (--hardened) name.
-	AuditPolicyFile = "/etc/kubernetes/audit-policy.yaml"
+	AuditPolicyFile = KubernetesDir + "/audit-policy.yaml"
 	AuditLogDir     = "/var/log/kubernetes/audit"
 	AuditLogFile    = AuditLogDir + "/audit.log"
-	AdminKubeconfig = KubernetesDir + "/admin.conf"
-	SpecDir         = KubernetesDir + "/kubeboot/components"
 	// StorageRoot is the base path of the storage add-on's volumes: a
 	// node's are in StorageDir(its name), a host path (see
 	// EnsureStorageDir).
