@@ -46,6 +46,13 @@ var packages = map[string]string{
 // buildAlone names the helpers that cannot share a go build with the others.
 var buildAlone = map[string]bool{helpers.LocalPathProvisioner: true}
 
+// buildTags are a helper's build tags, as its upstream builds it (each
+// such helper gets a go build of its own). The shim: containerd's Makefile
+// builds it with no_grpc (the API's gRPC stubs, which a shim never serves
+// — it speaks ttrpc; the binary 14.4 → 8.3 MB, its anonymous memory 0.35
+// MB less a pod) and urfave_cli_no_docs.
+var buildTags = map[string]string{helpers.Shim: "no_grpc urfave_cli_no_docs"}
+
 func main() {
 	out := flag.String("o", "internal/host/helpers/bin", "directory to write the compressed helpers and their manifest to")
 	flag.Parse()
@@ -79,29 +86,33 @@ func run(out string) error {
 	// containerd github.com/sirupsen/logrus. Those built alone get their own
 	// go build; all go builds run at once.
 	var together []string
-	builds := [][]string{}
+	type build struct{ tags, pkgs []string }
+	builds := []build{}
 	for _, name := range sortedKeys(packages) {
-		if buildAlone[name] {
-			builds = append(builds, []string{packages[name]})
+		if tags, ok := buildTags[name]; ok {
+			builds = append(builds, build{[]string{"-tags", tags}, []string{packages[name]}})
+		} else if buildAlone[name] {
+			builds = append(builds, build{nil, []string{packages[name]}})
 		} else {
 			together = append(together, packages[name])
 		}
 	}
-	builds = append(builds, together)
+	builds = append(builds, build{nil, together})
 	ldflags := "-s -w" +
 		" -X github.com/containerd/containerd/v2/version.Version=" + strings.TrimPrefix(containerd, "v") +
 		" -X github.com/containernetworking/plugins/pkg/utils/buildversion.BuildVersion=" + plugins
 	errs := make([]error, len(builds))
 	var wg sync.WaitGroup
-	for i, pkgs := range builds {
+	for i, b := range builds {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := exec.Command("go", append([]string{"build", "-trimpath", "-ldflags", ldflags, "-o", tmp + "/"}, pkgs...)...)
+			args := append([]string{"build", "-trimpath", "-ldflags", ldflags, "-o", tmp + "/"}, b.tags...)
+			cmd := exec.Command("go", append(args, b.pkgs...)...)
 			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 			cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 			if err := cmd.Run(); err != nil {
-				errs[i] = fmt.Errorf("go build %s: %w", strings.Join(pkgs, " "), err)
+				errs[i] = fmt.Errorf("go build %s: %w", strings.Join(b.pkgs, " "), err)
 			}
 		}()
 	}
