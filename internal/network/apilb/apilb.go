@@ -130,11 +130,7 @@ func New(o Options) (*Balancer, error) {
 	}
 	// What it learned before is read before the first set, which writes
 	// the state file.
-	var known []string
-	if k := b.readState(); len(k) > 0 {
-		known = k
-	}
-	b.set([]string{o.Seed}, known)
+	b.set(b.readState())
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("the API server load balancer cannot listen on %s: %w", o.Listen, err)
@@ -181,21 +177,18 @@ func (b *Balancer) Servers() map[string]bool {
 	return out
 }
 
-// set replaces the learned servers (when learned is not nil) and adds
-// seeds; the seed is never removed.
-func (b *Balancer) set(seeds, learned []string) {
+// set replaces the learned servers; the seed is never removed. The first
+// set builds the server list even when it learns nothing new.
+func (b *Balancer) set(learned []string) {
+	learned = slices.Sorted(slices.Values(learned))
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if learned != nil {
-		learned = slices.Clone(learned)
-		sort.Strings(learned)
-		if slices.Equal(learned, b.learned) {
-			return
-		}
-		b.learned = learned
+	if len(b.servers) > 0 && slices.Equal(learned, b.learned) {
+		return
 	}
+	b.learned = learned
 	want := map[string]bool{b.o.Seed: true}
-	for _, a := range append(seeds, b.learned...) {
+	for _, a := range b.learned {
 		want[a] = true
 	}
 	for a := range want {
@@ -391,7 +384,7 @@ func (b *Balancer) Follow(ctx context.Context, client kubernetes.Interface) {
 			addrs = append(addrs, sliceAddresses(es)...)
 		}
 		if len(addrs) > 0 {
-			b.set(nil, addrs)
+			b.set(addrs)
 		}
 	}
 	inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: update, UpdateFunc: func(_, n any) { update(n) }, DeleteFunc: update}) //nolint:errcheck

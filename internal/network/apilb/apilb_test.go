@@ -105,7 +105,7 @@ func TestBalancerFailsOver(t *testing.T) {
 		t.Fatalf("through the balancer with only the seed: %q %v", got, err)
 	}
 	// The EndpointSlice announces both servers: new connections spread.
-	lb.set(nil, []string{a.addr, b.addr})
+	lb.set([]string{a.addr, b.addr})
 	seen := map[string]bool{}
 	for i := 0; i < 6; i++ {
 		fresh := client(ca)
@@ -152,7 +152,7 @@ func TestBalancerFailsOver(t *testing.T) {
 		t.Errorf("health %v", h)
 	}
 	// The EndpointSlice drops every server: the seed stays.
-	lb.set(nil, []string{b.addr})
+	lb.set([]string{b.addr})
 	if _, ok := lb.Servers()[a.addr]; !ok {
 		t.Errorf("the seed was removed")
 	}
@@ -211,7 +211,7 @@ func TestBalancerKeepsWhatItLearned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb.set(nil, []string{"127.0.0.1:2", "127.0.0.1:3"})
+	lb.set([]string{"127.0.0.1:2", "127.0.0.1:3"})
 	lb.Close()
 	if !fsys.Exists(fs, state) {
 		t.Fatalf("%s not written", fs.Path(state))
@@ -225,6 +225,18 @@ func TestBalancerKeepsWhatItLearned(t *testing.T) {
 		if _, ok := again.Servers()[a]; !ok {
 			t.Errorf("started again, the balancer does not know %s: %v", a, again.Servers())
 		}
+	}
+	// A state file that learned nothing: the seed alone, as with none.
+	if err := fs.WriteFile(state, []byte(`{"seed": "127.0.0.1:1", "servers": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer empty.Close()
+	if got := empty.Servers(); len(got) != 1 || !got["127.0.0.1:1"] {
+		t.Errorf("with a state file that learned nothing the balancer knows %v, want the seed alone", got)
 	}
 	o.StateFile = ""
 	none, err := New(o)
