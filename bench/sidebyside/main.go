@@ -161,11 +161,42 @@ const (
 	peerConfig = "/etc/kubernetes/admin.conf"
 )
 
+// peerLogDirs are the host's directories the peer's kubelet writes to.
+var peerLogDirs = []string{"/var/log/pods", "/var/log/containers"}
+
+// entries lists the paths in dir (none if it cannot be read).
+func entries(dir string) []string {
+	des, _ := os.ReadDir(dir)
+	var out []string
+	for _, de := range des {
+		out = append(out, filepath.Join(dir, de.Name()))
+	}
+	return out
+}
+
 func measureKubeadm(peers, bin string, pods int, idle time.Duration) (f figures, err error) {
 	script := filepath.Join(peers, "kubeadm-peer.sh")
+	// The peer's kubelet logs its pods to the host's /var/log/pods and
+	// /var/log/containers, which its down leaves: what it added goes too
+	// (the e2e tests check nothing is left there by their nodes).
+	before := map[string]bool{}
+	for _, dir := range peerLogDirs {
+		for _, p := range entries(dir) {
+			before[p] = true
+		}
+	}
 	defer func() {
 		if out, derr := exec.Command(script, "down").CombinedOutput(); derr != nil && err == nil {
 			err = fmt.Errorf("kubeadm-peer.sh down: %v\n%s", derr, out)
+		}
+		for _, dir := range peerLogDirs {
+			for _, p := range entries(dir) {
+				if !before[p] {
+					if rerr := os.RemoveAll(p); rerr != nil && err == nil {
+						err = rerr
+					}
+				}
+			}
 		}
 	}()
 	up := exec.Command(script, "up")
