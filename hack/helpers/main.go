@@ -49,8 +49,8 @@ var buildAlone = map[string]bool{helpers.LocalPathProvisioner: true}
 // buildTags are a helper's build tags, as its upstream builds it (each
 // such helper gets a go build of its own). The shim: containerd's Makefile
 // builds it with no_grpc (the API's gRPC stubs, which a shim never serves
-// — it speaks ttrpc; the binary 14.4 → 8.3 MB, its anonymous memory 0.35
-// MB less a pod) and urfave_cli_no_docs.
+// — it speaks ttrpc; the binary 13.8 → 7.9 MiB, its anonymous memory
+// 0.33 MiB less a pod: docs/design.md §14) and urfave_cli_no_docs.
 var buildTags = map[string]string{helpers.Shim: "no_grpc urfave_cli_no_docs"}
 
 func main() {
