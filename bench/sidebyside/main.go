@@ -177,10 +177,14 @@ func entries(dir string) []string {
 func measureKubeadm(peers, bin string, pods int, idle time.Duration) (f figures, err error) {
 	script := filepath.Join(peers, "kubeadm-peer.sh")
 	// The peer's kubelet logs its pods to the host's /var/log/pods and
-	// /var/log/containers, which its down leaves: what it added goes too
-	// (the e2e tests check nothing is left there by their nodes).
+	// /var/log/containers, which its down leaves: what it added goes too,
+	// the directories if it made them (the e2e tests' reset checks compare
+	// the machine with what it held before them).
 	before := map[string]bool{}
 	for _, dir := range peerLogDirs {
+		if _, err := os.Stat(dir); err == nil {
+			before[dir] = true
+		}
 		for _, p := range entries(dir) {
 			before[p] = true
 		}
@@ -190,7 +194,7 @@ func measureKubeadm(peers, bin string, pods int, idle time.Duration) (f figures,
 			err = fmt.Errorf("kubeadm-peer.sh down: %v\n%s", derr, out)
 		}
 		for _, dir := range peerLogDirs {
-			for _, p := range entries(dir) {
+			for _, p := range append(entries(dir), dir) {
 				if !before[p] {
 					if rerr := os.RemoveAll(p); rerr != nil && err == nil {
 						err = rerr
