@@ -238,11 +238,9 @@ func (n Node) workflow(configSkip []string) workflow.Options {
 	return wo
 }
 
-// started is run data whose run may have started the node daemon (and
-// an image import, which the run waits for before it ends).
+// started is run data whose run may have started the node daemon.
 type started interface {
 	DaemonStarted() (bool, string)
-	WaitAllImages(ctx context.Context) error
 }
 
 // runNode runs init's or join's phases. When ctx is cancelled after the
@@ -252,7 +250,7 @@ type started interface {
 func runNode[D started](ctx context.Context, verb string, r *workflow.Runner[D], d D, wo workflow.Options, n Node) error {
 	err := r.Run(ctx, d, wo)
 	if err == nil {
-		return d.WaitAllImages(ctx)
+		return nil
 	}
 	startedDaemon, logs := d.DaemonStarted()
 	if startedDaemon && ctx.Err() != nil && n.Phase == "" {

@@ -173,6 +173,9 @@ func TestMultiNode(t *testing.T) {
 		start := time.Now()
 		out := kb(t, w2, "join", cpIP+":6443", "--token", token, "--discovery-token-ca-cert-hash", hash, "--node-name", "w2")
 		t.Logf("join took %s", time.Since(start).Round(time.Millisecond))
+		// Pods the moment the join ends, while the node may still be
+		// bringing in its images.
+		podsOfEveryImage(t, cp, "w2")
 		logProgress(t, out)
 		took := waitNodeReady(t, w2, cp, "w2", start)
 		t.Logf("w2 Ready %s after join started", took.Round(time.Millisecond))
@@ -182,6 +185,8 @@ func TestMultiNode(t *testing.T) {
 			t.Errorf("nodes: %s", n)
 		}
 	})
+
+	t.Run("images from the binary, never a failed pull", func(t *testing.T) { testImagesAtJoin(t, cp, w2, "w2") })
 
 	t.Run("workloads across nodes", func(t *testing.T) {
 		f := filepath.Join(cp.Root, "app.yaml")

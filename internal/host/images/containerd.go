@@ -113,7 +113,8 @@ func ImportBuilt(ctx context.Context, socket string, open Opener, all []Image) (
 	if err != nil {
 		return 0, err
 	}
-	defer done(ctx) //nolint:errcheck
+	// A run stopped midway (the daemon's) releases its lease all the same.
+	defer done(context.WithoutCancel(ctx)) //nolint:errcheck
 	cs := c.ContentStore()
 	layers := map[string]ocispec.Descriptor{}
 	var streamed int64
@@ -194,4 +195,50 @@ func writeLayerBlob(ctx context.Context, cs content.Store, name string, open Ope
 		return ocispec.Descriptor{}, err
 	}
 	return ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: dgst, Size: n.n}, nil
+}
+
+// Missing lists those of imgs the runtime at socket has no record of.
+func Missing(ctx context.Context, socket string, imgs []Image) ([]Image, error) {
+	c, err := Connect(socket)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return missing(ctx, c, imgs)
+}
+
+func missing(ctx context.Context, c *containerd.Client, imgs []Image) ([]Image, error) {
+	var out []Image
+	for _, img := range imgs {
+		if _, err := c.ImageService().Get(ctx, img.Name); errdefs.IsNotFound(err) {
+			out = append(out, img)
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// WaitPresent waits until the runtime at socket has every image of imgs,
+// whoever brings them (an import, a pull).
+func WaitPresent(ctx context.Context, socket string, imgs []Image) error {
+	c, err := Connect(socket)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for {
+		left, err := missing(ctx, c, imgs)
+		if err == nil && len(left) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = fmt.Errorf("%v not in the runtime yet", Names(left))
+			}
+			return fmt.Errorf("waiting for kubeboot's images: %w (%w)", ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -1,6 +1,7 @@
 // Package images names the images kubeboot builds from its own binary.
-// Nothing is ever pulled: manifests use these exact names with pull policy
-// IfNotPresent, and the node imports the images before the kubelet starts.
+// Nothing is pulled from outside the node: manifests use these exact
+// names with pull policy IfNotPresent; the node daemon imports the images
+// and serves them on loopback (Server) to any pull that comes first.
 package images
 
 import "github.com/kubeboot/kubeboot/internal/base/version"

@@ -2,8 +2,10 @@ package images
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -31,21 +33,35 @@ type Server struct {
 	streams chan struct{}
 
 	mu     sync.Mutex
-	layers map[string]ocispec.Descriptor // by File, hashed on first need
+	layers map[string]*layerOf // by File
+}
+
+// layerOf is the descriptor of one file's layer, hashed on first need:
+// its own lock, so that hashing a large file holds up no other image.
+type layerOf struct {
+	mu   sync.Mutex
+	desc *ocispec.Descriptor
 }
 
 // NewServer serves images, whose files open opens.
 func NewServer(open Opener, images []Image) *Server {
-	return &Server{open: open, images: images, streams: make(chan struct{}, 2), layers: map[string]ocispec.Descriptor{}}
+	return &Server{open: open, images: images, streams: make(chan struct{}, 2), layers: map[string]*layerOf{}}
 }
 
 // layer is the descriptor of the layer of file: its digest takes one pass
-// over the file, the first time.
-func (s *Server) layer(file string) (ocispec.Descriptor, error) {
+// over the file, the first time, which ends with ctx.
+func (s *Server) layer(ctx context.Context, file string) (ocispec.Descriptor, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if d, ok := s.layers[file]; ok {
-		return d, nil
+	l, ok := s.layers[file]
+	if !ok {
+		l = &layerOf{}
+		s.layers[file] = l
+	}
+	s.mu.Unlock()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.desc != nil {
+		return *l.desc, nil
 	}
 	f, size, err := s.open(file)
 	if err != nil {
@@ -53,12 +69,24 @@ func (s *Server) layer(file string) (ocispec.Descriptor, error) {
 	}
 	defer f.Close()
 	c := &counter{h: sha256.New()}
-	if err := writeLayerFrom(c, file, f, size); err != nil {
+	if err := writeLayerFrom(c, file, ctxReader{ctx, f}, size); err != nil {
 		return ocispec.Descriptor{}, err
 	}
-	d := ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: digest.NewDigest(digest.SHA256, c.h), Size: c.n}
-	s.layers[file] = d
-	return d, nil
+	l.desc = &ocispec.Descriptor{MediaType: ocispec.MediaTypeImageLayer, Digest: digest.NewDigest(digest.SHA256, c.h), Size: c.n}
+	return *l.desc, nil
+}
+
+// ctxReader stops reading once ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r ctxReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
 }
 
 // image is the image of the repository repo (kubeboot.local/<repo>).
@@ -100,7 +128,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no such repository", http.StatusNotFound)
 		return
 	}
-	layer, err := s.layer(img.File)
+	layer, err := s.layer(r.Context(), img.File)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("%s: %v", img.Name, err), http.StatusInternalServerError)
 		return

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -28,9 +29,9 @@ func TestRegistryServer(t *testing.T) {
 		src[img.File] = filepath.Join(dir, img.File)
 		os.WriteFile(src[img.File], []byte("#!/bin/true\nnot really "+img.File+"\n"+strings.Repeat("x", 70000)), 0o755)
 	}
-	opened := 0
+	var opened atomic.Int32
 	srv := httptest.NewServer(NewServer(func(file string) (io.ReadCloser, int64, error) {
-		opened++
+		opened.Add(1)
 		return src.Open(file)
 	}, All()))
 	defer srv.Close()
@@ -100,6 +101,11 @@ func TestRegistryServer(t *testing.T) {
 			t.Errorf("%s by digest: %v", img.Name, err)
 		}
 	}
+	// Each file read twice: once for its layer's digest, once streamed;
+	// the digest is kept.
+	if n := opened.Load(); n != int32(2*len(All())) {
+		t.Errorf("the images' files were opened %d times for %d images, want %d", n, len(All()), 2*len(All()))
+	}
 
 	do := func(method, path string, hdr ...string) *http.Response {
 		req, _ := http.NewRequest(method, srv.URL+path, nil)
@@ -144,7 +150,6 @@ func TestRegistryServer(t *testing.T) {
 			t.Errorf("%s %s: %d, want %d", c.method, c.path, r.StatusCode, c.want)
 		}
 	}
-	t.Logf("%d opens of the images' files for %d images", opened, len(All()))
 }
 
 func mustDigest(h interface{ String() string }, err error) string {

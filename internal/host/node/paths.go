@@ -87,6 +87,10 @@ const (
 	// (package apilb) listens on 127.0.0.1: beside the API server's 6443,
 	// as k3s's agent balancer.
 	APIServerLBPort = 6444
+	// ImageRegistryPort is where the node daemon's image-registry serves
+	// kubeboot's own images, from the binary, on 127.0.0.1 only: the
+	// node's containerd pulls kubeboot.local/... from it.
+	ImageRegistryPort = 6445
 	// APIServerLBState keeps the servers the balancer knows across its
 	// restarts.
 	APIServerLBState = "/var/lib/kubeboot/apiserver-lb.json"

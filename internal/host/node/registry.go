@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/host/images"
 )
 
 // RegistryHostsDir is containerd's registry configuration directory
@@ -35,6 +36,9 @@ func ParseMirrors(values []string) ([]Mirror, error) {
 		reg, urls, ok := strings.Cut(v, "=")
 		if !ok || reg == "" || urls == "" {
 			return nil, fmt.Errorf("--registry-mirror %q: want REGISTRY=URL[,URL...], e.g. registry.k8s.io=http://10.0.0.5:5000", v)
+		}
+		if reg == images.Registry {
+			return nil, fmt.Errorf("--registry-mirror %q: %s names kubeboot's own images, which the node serves itself from the binary", v, reg)
 		}
 		if err := validRegistry(reg); err != nil {
 			return nil, fmt.Errorf("--registry-mirror %q: %w", v, err)
@@ -89,6 +93,23 @@ func HostsTOML(m Mirror) string {
 		fmt.Fprintf(&b, "\n[host.%q]\n  capabilities = [\"pull\", \"resolve\"]\n", e)
 	}
 	return b.String()
+}
+
+// ImageRegistryHostsTOML sends the pulls of kubeboot's own images
+// (kubeboot.local/...) to the node daemon's image-registry only: with
+// `server` set, containerd tries no other host, and an http:// URL with
+// no TLS settings is plain HTTP to loopback.
+func ImageRegistryHostsTOML() string {
+	return fmt.Sprintf(`# Written by kubeboot: its own images (%s/...) come from the node daemon's
+# image-registry, which serves them from the kubeboot binary on loopback.
+server = "http://127.0.0.1:%d"
+capabilities = ["pull", "resolve"]
+`, images.Registry, ImageRegistryPort)
+}
+
+// WriteImageRegistry writes the hosts.toml of kubeboot's own images.
+func WriteImageRegistry(fs fsys.FS) error {
+	return fs.WriteFile(HostsFile(images.Registry), []byte(ImageRegistryHostsTOML()), 0o644)
 }
 
 // HostsFile is the node path of a registry's hosts.toml.

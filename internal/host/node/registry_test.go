@@ -1,10 +1,17 @@
 package node
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/containerd/containerd/v2/core/remotes/docker"
+	dockerconfig "github.com/containerd/containerd/v2/core/remotes/docker/config"
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/host/images"
 )
 
 func TestParseMirrors(t *testing.T) {
@@ -31,7 +38,8 @@ func TestParseMirrors(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"registry.k8s.io", "=http://x", "registry.k8s.io=", "https://registry.k8s.io=http://x",
-		"registry.k8s.io/path=http://x", "registry.k8s.io=10.0.0.5:5000", "registry.k8s.io=ftp://x", "reg:=http://x"} {
+		"registry.k8s.io/path=http://x", "registry.k8s.io=10.0.0.5:5000", "registry.k8s.io=ftp://x", "reg:=http://x",
+		"kubeboot.local=http://10.0.0.5:5000"} {
 		if _, err := ParseMirrors([]string{bad}); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
@@ -55,5 +63,24 @@ func TestHostsTOML(t *testing.T) {
 	}
 	if strings.Index(text, "10.0.0.5") > strings.Index(text, "mirror.example") {
 		t.Errorf("mirrors out of order:\n%s", text)
+	}
+}
+
+// containerd's own reading of kubeboot.local's hosts.toml: the node's
+// image-registry, in plain HTTP, is the one host it tries.
+func TestImageRegistryHostsTOML(t *testing.T) {
+	dir := t.TempDir()
+	fs := fsys.NewRoot(dir)
+	if err := WriteImageRegistry(fs); err != nil {
+		t.Fatal(err)
+	}
+	hosts := dockerconfig.ConfigureHosts(context.Background(), dockerconfig.HostOptions{HostDir: dockerconfig.HostDirFromRoot(fs.Path(RegistryHostsDir))})
+	got, err := hosts(images.Registry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Scheme != "http" || got[0].Host != fmt.Sprintf("127.0.0.1:%d", ImageRegistryPort) || got[0].Path != "/v2" ||
+		got[0].Capabilities != docker.HostCapabilityPull|docker.HostCapabilityResolve {
+		t.Errorf("containerd reads %+v from:\n%s", got, ImageRegistryHostsTOML())
 	}
 }

@@ -356,7 +356,7 @@ func runKubeletWaitBootstrap(ctx context.Context, d *Data) error {
 	if err := d.StartNetwork("kubelet-start"); err != nil {
 		return err
 	}
-	return d.WaitAllImages(ctx)
+	return d.WaitSandboxImage(ctx)
 }
 
 // waitTLSBootstrap waits until kubelet.conf exists with the files it

@@ -18,6 +18,10 @@ const (
 	// CAAgent follows a rotation of the cluster CA on the node (package
 	// carotation); it runs in the daemon's process.
 	CAAgent = "ca-agent"
+	// ImageRegistry serves kubeboot's own images from the binary to the
+	// node's containerd, and brings them into it; it runs in the daemon's
+	// process.
+	ImageRegistry = "image-registry"
 )
 
 // KubeletPort and friends are the node components' ports.
@@ -67,9 +71,11 @@ func (r Renderer) KubeletSpec() Spec {
 	a.Set("hostname-override", c.Init.NodeRegistration.Name)
 	a.Set("node-ip", r.advertise())
 	r.applyExtra(a, c.Init.NodeRegistration.KubeletExtraArgs)
-	var after []string
+	var after, uses []string
 	if r.ManagedContainerd() {
 		after = []string{Containerd}
+		// Its pulls of kubeboot's images go there; they retry.
+		uses = []string{ImageRegistry}
 	}
 	dirs := []Dir{{Path: r.FS.Path(node.KubeletDir), Mode: 0o700}}
 	if c.Kubelet == nil || c.Kubelet.CgroupRoot == "" {
@@ -85,6 +91,7 @@ func (r Renderer) KubeletSpec() Spec {
 		Name:     Kubelet,
 		Args:     a.List(),
 		After:    after,
+		Uses:     uses,
 		Prestart: true,
 		Probe:    Probe{URL: fmt.Sprintf("http://127.0.0.1:%d/healthz", KubeletHealthzPort)},
 		Dirs:     dirs,
@@ -119,6 +126,25 @@ func (r Renderer) KubeProxySpec() Spec {
 		// worker's names the kubelet's rotating files, and never changes.
 		RestartOn: []string{r.FS.Path(node.KubeProxyConf)},
 	}
+}
+
+// ImageRegistrySpec renders the node's image-registry: on a node whose
+// containerd kubeboot runs, it serves kubeboot's images on
+// 127.0.0.1:ImageRegistryPort (containerd's hosts.toml for kubeboot.local
+// points there) and is ready once it listens; on every node it imports
+// into the runtime those the runtime lacks, the node's first.
+func (r Renderer) ImageRegistrySpec() Spec {
+	c := &ImageRegistryConfig{CRISocket: r.CRISocket()}
+	if r.ManagedContainerd() {
+		c.Listen = fmt.Sprintf("127.0.0.1:%d", node.ImageRegistryPort)
+	}
+	sp := r.own(ImageRegistry, c)
+	if c.Listen != "" {
+		sp.Probe = Probe{TCP: c.Listen}
+		sp.Ports = []int{node.ImageRegistryPort}
+		sp.Uses = []string{Containerd}
+	}
+	return sp
 }
 
 // APIServerLBSpec renders the node-local API server load balancer (package

@@ -174,6 +174,17 @@ type APIServerLBConfig struct {
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 }
 
+// ImageRegistryConfig configures the node's image-registry (package
+// images' Server, and the import of what the runtime lacks).
+type ImageRegistryConfig struct {
+	// Listen is the address it serves on (127.0.0.1:port); empty where
+	// the runtime is the operator's (--cri-socket), which kubeboot does
+	// not point at it: there it only imports.
+	Listen string `json:"listen,omitempty"`
+	// CRISocket is the runtime's endpoint (unix://...).
+	CRISocket string `json:"criSocket"`
+}
+
 // ManifestApplierConfig configures the applier of the control plane's
 // manifests directory (package manifests).
 type ManifestApplierConfig struct {
@@ -240,6 +251,14 @@ func (c *CSRApproverConfig) Validate() error {
 func (c *APIServerLBConfig) Validate() error {
 	if c.Seed == "" || c.CAFile == "" {
 		return required("seed and caFile")
+	}
+	return nil
+}
+
+// Validate implements OwnConfig.
+func (c *ImageRegistryConfig) Validate() error {
+	if c.CRISocket == "" {
+		return required("criSocket")
 	}
 	return nil
 }

@@ -47,7 +47,7 @@ func TestLegacyOwnSpecs(t *testing.T) {
 	rendered := map[string]Spec{
 		CertRenewer: r.CertRenewerSpec(), EtcdSnapshotter: r.EtcdSnapshotterSpec(), CAAgent: r.CAAgentSpec(),
 		CSRApprover: r.CSRApproverSpec(), APIServerLB: r.APIServerLBSpec("10.0.0.1:6443"),
-		ManifestApplier: r.ManifestApplierSpec(), StorageScaler: r.StorageScalerSpec(),
+		ManifestApplier: r.ManifestApplierSpec(), StorageScaler: r.StorageScalerSpec(), ImageRegistry: r.ImageRegistrySpec(),
 	}
 	store := Store{FS: fs}
 	for _, name := range InDaemon {
@@ -167,7 +167,7 @@ func TestOwnJSON(t *testing.T) {
 			declared = append(declared, d.Own.Key)
 		}
 	}
-	if got, want := strings.Join(slices.Sorted(slices.Values(declared)), " "), "apiServerLB caAgent certRenewer csrApprover etcdSnapshotter manifestApplier storageScaler"; got != want {
+	if got, want := strings.Join(slices.Sorted(slices.Values(declared)), " "), "apiServerLB caAgent certRenewer csrApprover etcdSnapshotter imageRegistry manifestApplier storageScaler"; got != want {
 		t.Errorf("the declared keys are %s, want %s (specs on disk carry these)", got, want)
 	}
 	// What does not parse is an error; what this kubeboot does not know

@@ -70,6 +70,8 @@ var Table = []Declared{
 	{Name: StorageScaler, Role: RoleControlPlane, Render: Renderer.StorageScalerSpec,
 		Own: own[StorageScalerConfig]("storageScaler", "Run the storage add-on's provisioner only while claims or volumes of its class exist")},
 	{Name: Containerd, Role: RoleNode, Runs: Renderer.ManagedContainerd},
+	{Name: ImageRegistry, Role: RoleNode, Render: Renderer.ImageRegistrySpec,
+		Own: own[ImageRegistryConfig]("imageRegistry", "Serve kubeboot's images from the binary to the node's containerd, and import those it lacks")},
 	{Name: Kubelet, Role: RoleNode, Render: Renderer.KubeletSpec},
 	{Name: KubeProxy, Role: RoleNode, Render: Renderer.KubeProxySpec},
 	{Name: Flannel, Role: RoleNode, Render: Renderer.FlannelSpec, Runs: Renderer.RunsFlannel},

@@ -48,16 +48,16 @@ func TestTable(t *testing.T) {
 	if got, want := names(r.Specs(RoleControlPlane)), []string{APIServer, ControllerManager, Scheduler, CSRApprover, CertRenewer, ManifestApplier, StorageScaler}; !slices.Equal(got, want) {
 		t.Errorf("with external etcd and serverTLSBootstrap: %v, want %v", got, want)
 	}
-	if got, want := names(r.Specs(RoleNode)), []string{Kubelet, KubeProxy, CAAgent}; !slices.Equal(got, want) {
+	if got, want := names(r.Specs(RoleNode)), []string{ImageRegistry, Kubelet, KubeProxy, CAAgent}; !slices.Equal(got, want) {
 		t.Errorf("node side %v, want %v", got, want)
 	}
 	// The pod network's engines run as init's flags say.
 	cfg.PodNetwork = config.DefaultPodNetwork()
-	if got, want := names(r.Specs(RoleNode)), []string{Kubelet, KubeProxy, Flannel, KubeRouter, CAAgent}; !slices.Equal(got, want) {
+	if got, want := names(r.Specs(RoleNode)), []string{ImageRegistry, Kubelet, KubeProxy, Flannel, KubeRouter, CAAgent}; !slices.Equal(got, want) {
 		t.Errorf("node side with the default pod network %v, want %v", got, want)
 	}
 	cfg.PodNetwork = config.PodNetwork{Backend: config.BackendNone, NetworkPolicy: true}
-	if got, want := names(r.Specs(RoleNode)), []string{Kubelet, KubeProxy, KubeRouter, CAAgent}; !slices.Equal(got, want) {
+	if got, want := names(r.Specs(RoleNode)), []string{ImageRegistry, Kubelet, KubeProxy, KubeRouter, CAAgent}; !slices.Equal(got, want) {
 		t.Errorf("node side with --flannel-backend none %v, want %v", got, want)
 	}
 

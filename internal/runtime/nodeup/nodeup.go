@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -62,13 +61,12 @@ type Node struct {
 	// StartedDaemon is set when this run started the node daemon, so that
 	// an interrupted command stops what it started.
 	StartedDaemon bool
-	// imported receives the result of the import of the node's images
-	// (images.Node); whatever creates pods waits for it. addOnsImported
-	// receives the add-ons' (images.AddOns), imported next.
-	imported       chan error
-	addOnsImported chan error
-	hostDNS        *node.HostDNS
-	unitInstalled  bool
+	// criSocket is the runtime's socket (a host path), once
+	// StartRuntime has run: whatever creates pods waits there for the
+	// images they need.
+	criSocket     string
+	hostDNS       *node.HostDNS
+	unitInstalled bool
 }
 
 // DaemonStarted reports whether this run started the node daemon, and
@@ -167,6 +165,9 @@ func (n *Node) Checks() []preflight.Check {
 		preflight.Port(component.KubeletPort),
 		preflight.FileAvailable(n.FS, node.KubeletConfig),
 		preflight.FileExisting("/proc/sys/net/ipv4/ip_forward", "IPv4 forwarding is not available in this kernel"),
+	}
+	if r.ManagedContainerd() {
+		checks = append(checks, component.PortChecks([]component.Spec{r.ImageRegistrySpec()})...)
 	}
 	// kubeboot loads the modules and sets the sysctls itself (host.Prepare,
 	// in kubelet-start); these fail where it cannot.
@@ -307,15 +308,23 @@ func (n *Node) PrepareHost(prefix string) error {
 }
 
 // StartRuntime writes containerd's configuration, starts it under the
-// daemon and waits for its socket; then it starts importing kubeboot's
-// images. A runtime the operator runs (--cri-socket) is left alone.
+// daemon and waits for its socket; then it hands the daemon the
+// image-registry, which serves kubeboot's images to containerd from the
+// binary and imports them, the node's first, off this run's path. A
+// runtime the operator runs (--cri-socket) is left alone: the images are
+// imported into it all the same.
 func (n *Node) StartRuntime(ctx context.Context, prefix string) error {
 	r := n.Renderer()
+	n.criSocket = strings.TrimPrefix(r.CRISocket(), "unix://")
 	if r.ManagedContainerd() {
 		for _, m := range n.Mirrors {
 			n.Logf("[%s] Pulls of %s/... go to the mirrors %s first: writing %q", prefix, m.Registry, strings.Join(m.Endpoints, ", "), n.FS.Path(node.HostsFile(m.Registry)))
 		}
 		if err := node.WriteMirrors(n.FS, n.Mirrors); err != nil {
+			return err
+		}
+		n.Logf("[%s] Pulls of %s/... go to the node's image-registry, which serves them from this binary: writing %q", prefix, images.Registry, n.FS.Path(node.HostsFile(images.Registry)))
+		if err := node.WriteImageRegistry(n.FS); err != nil {
 			return err
 		}
 		n.Logf("[%s] Writing containerd configuration to file %q", prefix, n.FS.Path(node.ContainerdConfig))
@@ -330,94 +339,48 @@ func (n *Node) StartRuntime(ctx context.Context, prefix string) error {
 			return err
 		}
 	}
-	n.startImageImport(ctx, r.CRISocket())
+	if !n.FS.DryRun() {
+		n.Logf("[images] Importing %s into the runtime from this binary, in the node daemon's image-registry", strings.Join(images.Names(images.All()), ", "))
+	}
+	spec := r.ImageRegistrySpec()
+	if err := n.WriteSpec(spec, "images"); err != nil {
+		return err
+	}
+	return n.Wait(ctx, "images", spec)
+}
+
+// WaitImages waits until the runtime has the node's images (pause,
+// CoreDNS', the test server's), whoever brought them.
+func (n *Node) WaitImages(ctx context.Context) error { return n.waitImages(ctx, images.Node()) }
+
+// WaitAllImages waits until the runtime has every image of kubeboot's,
+// the add-ons' too.
+func (n *Node) WaitAllImages(ctx context.Context) error { return n.waitImages(ctx, images.All()) }
+
+// WaitSandboxImage waits until the runtime has pause, the image of every
+// pod's sandbox: what a node needs before its first pod.
+func (n *Node) WaitSandboxImage(ctx context.Context) error {
+	return n.waitImages(ctx, images.Node()[:1])
+}
+
+func (n *Node) waitImages(ctx context.Context, imgs []images.Image) error {
+	if n.FS.DryRun() || n.criSocket == "" {
+		return nil
+	}
+	start := time.Now()
+	timeout := n.Timeout
+	if timeout <= 0 {
+		timeout = 4 * time.Minute // kubeadm's default for a component's health
+	}
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := images.WaitPresent(wctx, n.criSocket, imgs); err != nil {
+		return fmt.Errorf("%w; the node daemon's image-registry imports them, and its log is %s", err, n.FS.Path(path.Join(node.LogDir, component.ImageRegistry+".log")))
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		n.Logf("[images] Waited %s for %s", d.Round(time.Millisecond), strings.Join(images.Names(imgs), ", "))
+	}
 	return nil
-}
-
-// startImageImport streams kubeboot's images into containerd in the
-// background: the kubelet needs none of them to register and report
-// Ready, and the first pods wait for the import. The node's images come
-// first, then the add-ons' (off the path to CoreDNS).
-func (n *Node) startImageImport(ctx context.Context, criEndpoint string) {
-	n.imported, n.addOnsImported = make(chan error, 1), make(chan error, 1)
-	if n.FS.DryRun() {
-		n.Logf("[dryrun] Would import the images %v", images.Names(images.All()))
-		n.imported <- nil
-		n.addOnsImported <- nil
-		return
-	}
-	sock := strings.TrimPrefix(criEndpoint, "unix://")
-	load := func(imgs []images.Image) error {
-		start := time.Now()
-		// The work is containerd's, at the node side's low CPU weight
-		// while an API server comes up.
-		streamed, err := images.ImportBuilt(ctx, sock, n.openImageFile, imgs)
-		if err == nil {
-			n.Logf("[images] Imported %s into containerd in %s (%.0f MiB of layers, no registry contacted)", strings.Join(images.Names(imgs), ", "), time.Since(start).Round(time.Millisecond), float64(streamed)/(1<<20))
-		}
-		return err
-	}
-	go func() {
-		err := load(images.Node())
-		n.imported <- err
-		if err == nil {
-			err = load(images.AddOns())
-		}
-		n.addOnsImported <- err
-	}()
-}
-
-// openImageFile opens the file of one of kubeboot's images: a helper
-// written under the root, or one of helpers.ImageOnly, from the binary.
-func (n *Node) openImageFile(file string) (io.ReadCloser, int64, error) {
-	if !slices.Contains(helpers.ImageOnly, file) {
-		return images.Files{file: n.FS.Path(path.Join(node.HelpersDir, file))}.Open(file)
-	}
-	r, size, err := helpers.OpenSized(file)
-	if !errors.Is(err, helpers.ErrNotBuilt) || n.Exe == "" {
-		return r, size, err
-	}
-	// A process without the helpers (a test binary): the kubeboot
-	// executable writes it to a directory that goes once it is open.
-	dir, err := os.MkdirTemp("", "kubeboot-image-file-")
-	if err != nil {
-		return nil, 0, err
-	}
-	defer os.RemoveAll(dir)
-	if out, err := exec.Command(n.Exe, "helpers", "extract", "--to", dir, file).CombinedOutput(); err != nil {
-		return nil, 0, fmt.Errorf("%s helpers extract %s: %v: %s", n.Exe, file, err, bytes.TrimSpace(out))
-	}
-	return images.Files{file: filepath.Join(dir, file)}.Open(file)
-}
-
-// WaitImages waits for the import of the node's images StartRuntime
-// started, if any.
-func (n *Node) WaitImages(ctx context.Context) error { return waitImport(ctx, n.imported) }
-
-// WaitAllImages waits for the import of every image StartRuntime started
-// (the add-ons' too), if any: a run waits for it before it ends, or the
-// import would end with it.
-func (n *Node) WaitAllImages(ctx context.Context) error {
-	if err := n.WaitImages(ctx); err != nil {
-		return err
-	}
-	return waitImport(ctx, n.addOnsImported)
-}
-
-func waitImport(ctx context.Context, imported chan error) error {
-	if imported == nil {
-		return nil
-	}
-	select {
-	case err := <-imported:
-		imported <- err // later callers see the same result
-		if err != nil {
-			return fmt.Errorf("importing kubeboot's images: %w", err)
-		}
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // StartKubelet writes the kubelet's configuration for this node and hands

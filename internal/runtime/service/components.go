@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"github.com/kubeboot/kubeboot/internal/certs/csrapprover"
 	"github.com/kubeboot/kubeboot/internal/certs/renewal"
 	"github.com/kubeboot/kubeboot/internal/etcd/etcdbackup"
+	"github.com/kubeboot/kubeboot/internal/host/images"
 	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/kube/addons"
 	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
@@ -53,6 +56,8 @@ func New(fs fsys.FS, spec component.Spec, logf func(format string, args ...any))
 		}
 	case *component.APIServerLBConfig:
 		start = apiServerLB(fs, c, logf)
+	case *component.ImageRegistryConfig:
+		start = imageRegistry(fs, c, logf)
 	case *component.ManifestApplierConfig:
 		start = func(context.Context) (func(context.Context, func()) error, error) {
 			_, rc, err := apiclient.FromKubeconfig(c.Kubeconfig, "")
@@ -172,6 +177,77 @@ func apiServerLB(fs fsys.FS, c *component.APIServerLBConfig, logf func(string, .
 			}
 			return b.Run(ctx)
 		}, nil
+	}
+}
+
+// imageRegistry serves kubeboot's images from the binary where c says
+// to listen, and imports into the runtime, the node's first, those it
+// lacks: a node's join waits for none of them but pause, and a pod that
+// needs one before its import is done pulls it from here.
+func imageRegistry(fs fsys.FS, c *component.ImageRegistryConfig, logf func(string, ...any)) func(context.Context) (func(context.Context, func()) error, error) {
+	return func(context.Context) (func(context.Context, func()) error, error) {
+		open := node.ImageOpener(fs, "")
+		var ln net.Listener
+		if c.Listen != "" {
+			l, err := net.Listen("tcp", c.Listen)
+			if err != nil {
+				return nil, err
+			}
+			ln = l
+		}
+		return func(ctx context.Context, ready func()) error {
+			served := make(chan error, 1)
+			if ln != nil {
+				h := images.NewServer(open, images.All())
+				h.Logf = logf
+				srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+				go func() { served <- srv.Serve(ln) }()
+				defer srv.Close()
+				logf("serving %s on http://%s", strings.Join(images.Names(images.All()), ", "), ln.Addr())
+			}
+			ready()
+			ctx, cancel := context.WithCancel(ctx)
+			warmed := make(chan struct{})
+			defer func() { cancel(); <-warmed }()
+			go func() {
+				defer close(warmed)
+				warmImages(ctx, strings.TrimPrefix(c.CRISocket, "unix://"), open, logf)
+			}()
+			select {
+			case <-ctx.Done():
+				return nil
+			case err := <-served:
+				return err
+			}
+		}, nil
+	}
+}
+
+// warmImages imports the images the runtime lacks, retrying until the
+// runtime answers and takes them: pause first (every pod's sandbox, what
+// a join waits for), then the node's, then the add-ons'. A pod that needs
+// one sooner pulls it from the registry.
+func warmImages(ctx context.Context, socket string, open images.Opener, logf func(string, ...any)) {
+	node := images.Node()
+	for _, group := range [][]images.Image{node[:1], node[1:], images.AddOns()} {
+		_ = wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+			missing, err := images.Missing(ctx, socket, group)
+			if err == nil && len(missing) > 0 {
+				start := time.Now()
+				var streamed int64
+				streamed, err = images.ImportBuilt(ctx, socket, open, missing)
+				if err == nil {
+					logf("imported %s into the runtime in %s (%.0f MiB of layers, from the binary)", strings.Join(images.Names(missing), ", "), time.Since(start).Round(time.Millisecond), float64(streamed)/(1<<20))
+				}
+			}
+			if err != nil && ctx.Err() == nil {
+				logf("importing %s (retrying): %v", strings.Join(images.Names(group), ", "), err)
+			}
+			return err == nil, nil
+		})
+	}
+	if ctx.Err() == nil {
+		logf("the runtime has every image of this binary: %s", strings.Join(images.Names(images.All()), ", "))
 	}
 }
 
