@@ -186,7 +186,7 @@ func apiServerLB(fs fsys.FS, c *component.APIServerLBConfig, logf func(string, .
 // needs one before its import is done pulls it from here.
 func imageRegistry(fs fsys.FS, c *component.ImageRegistryConfig, logf func(string, ...any)) func(context.Context) (func(context.Context, func()) error, error) {
 	return func(context.Context) (func(context.Context, func()) error, error) {
-		open := node.ImageOpener(fs, "")
+		open := node.ImageOpener(fs)
 		var ln net.Listener
 		if c.Listen != "" {
 			l, err := net.Listen("tcp", c.Listen)
