@@ -94,6 +94,7 @@ type VM struct {
 	Name   string
 	IP     string
 	env    []string // vm.sh's knobs it boots with
+	failed string   // the end of the output of the step that failed, for dump
 }
 
 // harness runs vm.sh with a time limit.
@@ -182,6 +183,7 @@ func (v *VM) MustRun(limit time.Duration, script string) string {
 	v.t.Helper()
 	out, err := v.Run(limit, script)
 	if err != nil {
+		v.failed = fmt.Sprintf("%v; the step's last lines:\n%s", err, lastLines(out, 8))
 		v.t.Fatalf("on %s: %v\n%s\n--- output:\n%s", v.Name, err, script, out)
 	}
 	return out
@@ -219,7 +221,22 @@ for f in /var/log/kubeboot/*.log; do [ -f "$f" ] && { echo "--- $f"; tail -15 "$
 kubeboot status 2>&1 || true
 `)
 	v.t.Logf("state of %s:\n%s", v.Name, out)
+	// Last, so that the tail of a long log (all CI shows) says which step.
+	if v.failed != "" {
+		v.t.Logf("the step that failed on %s: %s", v.Name, v.failed)
+	}
 }
+
+// lastLines is the last n lines of out.
+func lastLines(out string, n int) string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// restarts is a shell line that prints the node's components that were
+// restarted, from kubeboot status (none: "restarts: none").
+const restarts = `echo "restarts: $(kubeboot status 2>/dev/null | awk '$6 ~ /^[0-9]+$/ && $6 > 0 {printf "%s=%s ", $1, $6}')"
+`
 
 // kubectl is the shell function the scripts use.
 const kubectl = `k() { kubeboot kubectl --kubeconfig /etc/kubernetes/admin.conf "$@"; }
