@@ -14,7 +14,9 @@
 //   - it writes the node's CNI configuration itself (package cni: a
 //     bridge at the lease's MTU with host-local addresses from the
 //     lease), where flannel's CNI plugin would read subnet.env at every
-//     pod's start and delegate to the same bridge plugin;
+//     pod's start and delegate to the same bridge plugin; it writes it
+//     first as soon as the Node has its pod CIDR, so the node is Ready
+//     before the lease (writeEarlyCNIConf);
 //   - it answers /readyz once the lease, the rules and the CNI
 //     configuration are in place.
 package main
@@ -60,6 +62,8 @@ type options struct {
 	cniBridge, cniDataDir        string
 	readyz                       string
 	masqResync, forwardResync    int
+	mtuOverhead                  int
+	earlyConf                    []byte // the CNI configuration written with the pod CIDR, if any
 }
 
 func main() {
@@ -75,7 +79,7 @@ func run(args []string) int {
 	fs.StringVar(&o.podSubnets, "pod-subnets", "", "the cluster's pod network, comma-separated CIDRs (one per family)")
 	fs.StringVar(&o.backend, "backend", "vxlan", "flannel backend: vxlan, host-gw or wireguard")
 	fs.StringVar(&o.stateDir, "state-dir", "/run/flannel", "directory of flannel's net-conf.json, subnet.env and WireGuard key")
-	fs.StringVar(&o.cniConf, "cni-conf", "/etc/cni/net.d/10-kubeboot.conflist", "the node's CNI configuration file, written once the lease is held")
+	fs.StringVar(&o.cniConf, "cni-conf", "/etc/cni/net.d/10-kubeboot.conflist", "the node's CNI configuration file, written once the node has its pod CIDR and again with the lease")
 	fs.StringVar(&o.cniNetwork, "cni-network", "kubeboot", "the CNI network's name")
 	fs.StringVar(&o.cniBridge, "cni-bridge", "cni0", "the bridge pods attach to")
 	fs.StringVar(&o.cniDataDir, "cni-data-dir", "/var/lib/cni/networks", "host-local's directory")
@@ -85,6 +89,7 @@ func run(args []string) int {
 	// kube-proxy and kube-router take too.
 	fs.IntVar(&o.masqResync, "iptables-resync", 60, "seconds between checks of flannel's masquerading rules")
 	fs.IntVar(&o.forwardResync, "iptables-forward-resync", 50, "seconds between checks of flannel's FORWARD rules")
+	fs.IntVar(&o.mtuOverhead, "mtu-overhead", -1, "what the backend takes off the node interface's MTU for the pods, to write the CNI configuration as soon as the node has its pod CIDR (-1: once flannel holds the lease)")
 	klog.InitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -138,7 +143,7 @@ func netConf(podSubnets, backendType string) ([]byte, error) {
 	return json.MarshalIndent(c, "", "  ")
 }
 
-func (o options) run(ctx context.Context) error {
+func (o *options) run(ctx context.Context) error {
 	if o.nodeName == "" || o.kubeconfig == "" || o.podSubnets == "" {
 		return errors.New("--node-name, --kubeconfig and --pod-subnets are required")
 	}
@@ -158,14 +163,20 @@ func (o options) run(ctx context.Context) error {
 		return err
 	}
 	// flannel's kube subnet manager refuses a node without a pod CIDR.
+	var podCIDRs []string
 	if _, err := nodewait.Wait(ctx, o.kubeconfig, o.nodeName, "node "+o.nodeName+"'s pod CIDR", func(n *corev1.Node) error {
 		if n.Spec.PodCIDR == "" {
 			return fmt.Errorf("node %s has no pod CIDR yet", o.nodeName)
+		}
+		podCIDRs = n.Spec.PodCIDRs
+		if len(podCIDRs) == 0 {
+			podCIDRs = []string{n.Spec.PodCIDR}
 		}
 		return nil
 	}); err != nil {
 		return err
 	}
+	o.writeEarlyCNIConf(podCIDRs)
 	// The kube subnet manager reads the node's name from the environment,
 	// the wireguard backend its key file.
 	os.Setenv("NODE_NAME", o.nodeName)
@@ -184,14 +195,7 @@ func (o options) run(ctx context.Context) error {
 	}
 	// The interface that holds the node's address (its InternalIP) carries
 	// the overlay, as flannel's --iface=<address>.
-	var v4, v6 string
-	for _, a := range strings.Split(o.nodeIP, ",") {
-		if p := net.ParseIP(strings.TrimSpace(a)); p != nil && p.To4() != nil && v4 == "" {
-			v4 = p.String()
-		} else if p != nil && p.To4() == nil && v6 == "" {
-			v6 = p.String()
-		}
-	}
+	v4, v6 := o.nodeAddrs()
 	byAddr := v4
 	if byAddr == "" || !config.EnableIPv4 {
 		byAddr = v6
@@ -255,8 +259,10 @@ func (o options) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := cni.Write(o.cniConf, b); err != nil {
+	if changed, err := cni.Write(o.cniConf, b); err != nil {
 		return err
+	} else if changed && o.earlyConf != nil {
+		klog.Warningf("the lease's CNI configuration differs from the one written with the pod CIDR; rewrote %s", o.cniConf)
 	}
 	klog.Infof("lease %s, MTU %d on %s (%s backend); wrote %s", strings.Join(subnets, ","), bn.MTU(), ext.Iface.Name, config.BackendType, o.cniConf)
 	ready.Store(true)
@@ -273,4 +279,62 @@ func (o options) run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// writeEarlyCNIConf writes the node's CNI configuration the moment its pod
+// CIDR is known, as init writes the first node's before the runtime
+// starts: the kube subnet manager's lease is the Node's pod CIDRs, and the
+// pods' MTU is the node interface's less the backend's overhead
+// (--mtu-overhead, the figure RegisterNetwork arrives at), so the kubelet reports the node Ready without
+// waiting for the subnet manager's first sync (flannel polls it each
+// second), the backend's device and the traffic rules. A pod started
+// meanwhile gets the same addresses and MTU; its traffic to other nodes
+// flows once the backend has their routes, as any pod's does. Nothing is
+// written when the interface cannot be found or the overhead is not
+// given: the lease writes it then.
+func (o *options) writeEarlyCNIConf(podCIDRs []string) {
+	v4, v6 := o.nodeAddrs()
+	want4, want6 := false, false
+	for _, s := range strings.Split(o.podSubnets, ",") {
+		if ip, _, err := net.ParseCIDR(strings.TrimSpace(s)); err == nil {
+			want4, want6 = want4 || ip.To4() != nil, want6 || ip.To4() == nil
+		}
+	}
+	var subnets []string
+	for _, c := range podCIDRs {
+		if ip, _, err := net.ParseCIDR(c); err == nil && (ip.To4() != nil && want4 || ip.To4() == nil && want6) {
+			subnets = append(subnets, c)
+		}
+	}
+	byAddr := v4
+	if byAddr == "" || !want4 {
+		byAddr = v6
+	}
+	link := cni.LinkMTU(byAddr)
+	if link == 0 || len(subnets) == 0 || o.mtuOverhead < 0 {
+		return
+	}
+	mtu := link - o.mtuOverhead
+	b, err := cni.ConfList(cni.Conf{Network: o.cniNetwork, Bridge: o.cniBridge, Subnets: subnets, MTU: mtu, DataDir: o.cniDataDir})
+	if err == nil {
+		_, err = cni.Write(o.cniConf, b)
+	}
+	if err != nil {
+		klog.Warningf("the CNI configuration for pod CIDR %s: %v", strings.Join(subnets, ","), err)
+		return
+	}
+	o.earlyConf = b
+	klog.Infof("pod CIDR %s, MTU %d: wrote %s ahead of the lease", strings.Join(subnets, ","), mtu, o.cniConf)
+}
+
+// nodeAddrs are the node's first IPv4 and first IPv6 address of --node-ip.
+func (o *options) nodeAddrs() (v4, v6 string) {
+	for _, a := range strings.Split(o.nodeIP, ",") {
+		if p := net.ParseIP(strings.TrimSpace(a)); p != nil && p.To4() != nil && v4 == "" {
+			v4 = p.String()
+		} else if p != nil && p.To4() == nil && v6 == "" {
+			v6 = p.String()
+		}
+	}
+	return v4, v6
 }

@@ -2,7 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
 	"testing"
+
+	"github.com/kubeboot/kubeboot/internal/network/cni"
 )
 
 func TestNetConf(t *testing.T) {
@@ -39,5 +44,36 @@ func TestWithMTU(t *testing.T) {
 	}
 	if b, err := withMTU(nil, 1430); err != nil || string(b) != `{"MTU":1430}` {
 		t.Errorf("withMTU(nil): %s (%v)", b, err)
+	}
+}
+
+// TestEarlyCNIConf: with the node's pod CIDR known, the CNI configuration
+// holds the families of the pod network only, at the MTU of the interface
+// that holds the node's address less the overhead; without the overhead
+// nothing is written (the lease writes it).
+func TestEarlyCNIConf(t *testing.T) {
+	lo, err := net.InterfaceByName("lo")
+	if err != nil {
+		t.Skipf("no loopback interface: %v", err)
+	}
+	dir := t.TempDir()
+	o := &options{nodeIP: "127.0.0.1", podSubnets: "10.244.0.0/16", mtuOverhead: -1,
+		cniConf: filepath.Join(dir, "10-kubeboot.conflist"), cniNetwork: "kubeboot", cniBridge: "cni0", cniDataDir: dir}
+	o.writeEarlyCNIConf([]string{"10.244.3.0/24", "fd00:10:244:3::/64"})
+	if _, err := os.Stat(o.cniConf); !os.IsNotExist(err) || o.earlyConf != nil {
+		t.Fatalf("with no overhead given, a configuration was written: %v", err)
+	}
+	o.mtuOverhead = 50
+	o.writeEarlyCNIConf([]string{"10.244.3.0/24", "fd00:10:244:3::/64"})
+	b, err := os.ReadFile(o.cniConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := cni.ConfList(cni.Conf{Network: "kubeboot", Bridge: "cni0", Subnets: []string{"10.244.3.0/24"}, MTU: lo.MTU - 50, DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != string(want) || string(o.earlyConf) != string(want) {
+		t.Errorf("wrote:\n%s\nwant:\n%s", b, want)
 	}
 }

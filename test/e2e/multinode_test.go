@@ -163,6 +163,11 @@ func TestMultiNode(t *testing.T) {
 		}
 		took := waitNodeReady(t, w1, cp, "w1", start)
 		t.Logf("w1 Ready %s after join started", took.Round(time.Millisecond))
+		// flannel wrote the CNI configuration with the pod CIDR, before its
+		// lease, and the lease's was the same.
+		if b, err := os.ReadFile(filepath.Join(w1.Root, "var/log/kubeboot/flannel.log")); err != nil || !strings.Contains(string(b), "ahead of the lease") || strings.Contains(string(b), "differs from the one written") {
+			t.Errorf("flannel's log on w1 (%v): no CNI configuration ahead of the lease, or the lease's differed:\n%s", err, b)
+		}
 		// The cluster has no controlPlaneEndpoint: the node talks through
 		// its node-local load balancer, seeded with the address it was given.
 		checkWorkerFiles(t, w1, "w1", "https://127.0.0.1:6444")

@@ -39,25 +39,3 @@ func FirstNodeSubnets(podSubnet string, maskV4, maskV6 int) ([]string, error) {
 	}
 	return out, nil
 }
-
-// LinkMTU is the MTU of the interface that holds address ip; 0 when no
-// interface of this network namespace holds it.
-func LinkMTU(ip string) int {
-	want := net.ParseIP(ip)
-	ifaces, err := net.Interfaces()
-	if err != nil || want == nil {
-		return 0
-	}
-	for _, i := range ifaces {
-		addrs, err := i.Addrs()
-		if err != nil {
-			continue
-		}
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok && n.IP.Equal(want) {
-				return i.MTU
-			}
-		}
-	}
-	return 0
-}

@@ -23,6 +23,7 @@ import (
 	"github.com/kubeboot/kubeboot/internal/certs/bootstrap"
 	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
+	"github.com/kubeboot/kubeboot/internal/network/cni"
 	"github.com/kubeboot/kubeboot/pkg/config"
 )
 
@@ -66,7 +67,7 @@ func (d *Data) writeFirstCNIConfig() error {
 		return err
 	}
 	addr := d.Cfg.Init.LocalAPIEndpoint.AdvertiseAddress
-	mtu := node.LinkMTU(addr)
+	mtu := cni.LinkMTU(addr)
 	if mtu == 0 {
 		return nil // flannel writes it, from the interface it finds
 	}

@@ -3,6 +3,8 @@ package component
 import (
 	"fmt"
 	"path"
+	"strconv"
+	"strings"
 
 	"github.com/kubeboot/kubeboot/internal/host/helpers"
 	"github.com/kubeboot/kubeboot/internal/host/node"
@@ -41,7 +43,8 @@ func (r Renderer) RunsNetworkPolicy() bool { return r.Cfg.PodNetwork.NetworkPoli
 // FlannelSpec renders flannel with the node's identity (the kubelet's
 // kubeconfig: a node may annotate its own Node and read the others),
 // started once the API server is ready on a control plane. It writes the
-// node's CNI configuration when it holds its lease.
+// node's CNI configuration when the Node has its pod CIDR (at the MTU the
+// backend's overhead leaves), and again when it holds its lease.
 func (r Renderer) FlannelSpec() Spec {
 	listen := hostPort("127.0.0.1", FlannelReadyzPort)
 	kc := r.kubeconfig("kubelet.conf")
@@ -55,6 +58,7 @@ func (r Renderer) FlannelSpec() Spec {
 			"--node-ip=" + r.nodeIPs(),
 			"--pod-subnets=" + r.Cfg.Cluster.Networking.PodSubnet,
 			"--backend=" + r.Cfg.PodNetwork.FlannelType(),
+			"--mtu-overhead=" + strconv.Itoa(r.Cfg.PodNetwork.Overhead(strings.Contains(r.Cfg.Cluster.Networking.PodSubnet, ":"))),
 			"--state-dir=" + r.FS.Path(FlannelStateDir),
 			"--cni-conf=" + r.FS.Path(node.CNIConfFile),
 			"--cni-network=" + node.CNINetwork(r.FS),

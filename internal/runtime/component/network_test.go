@@ -28,11 +28,12 @@ func TestNetworkSpecs(t *testing.T) {
 		t.Errorf("flannel runs %s, want %s", f.Exec, want)
 	}
 	for flag, want := range map[string]string{
-		"--backend":     "wireguard", // flannel's name for k3s's wireguard-native
-		"--node-name":   "w1",
-		"--node-ip":     "10.207.0.4",
-		"--pod-subnets": "10.244.0.0/16,fd00:10:244::/56",
-		"--kubeconfig":  filepath.Join(dir, "etc/kubernetes/kubelet.conf"),
+		"--backend":      "wireguard", // flannel's name for k3s's wireguard-native
+		"--mtu-overhead": "80",
+		"--node-name":    "w1",
+		"--node-ip":      "10.207.0.4",
+		"--pod-subnets":  "10.244.0.0/16,fd00:10:244::/56",
+		"--kubeconfig":   filepath.Join(dir, "etc/kubernetes/kubelet.conf"),
 	} {
 		if got := FlagValue(f.Args, flag); got != want {
 			t.Errorf("flannel %s=%q, want %q", flag, got, want)
