@@ -300,10 +300,19 @@ func (o *options) writeEarlyCNIConf(podCIDRs []string) {
 			want4, want6 = want4 || ip.To4() != nil, want6 || ip.To4() == nil
 		}
 	}
-	var subnets []string
+	// One per family, IPv4 first and in canonical form, as the lease's.
+	var s4, s6 string
 	for _, c := range podCIDRs {
-		if ip, _, err := net.ParseCIDR(c); err == nil && (ip.To4() != nil && want4 || ip.To4() == nil && want6) {
-			subnets = append(subnets, c)
+		if _, n, err := net.ParseCIDR(c); err == nil && n.IP.To4() != nil && want4 && s4 == "" {
+			s4 = n.String()
+		} else if err == nil && n.IP.To4() == nil && want6 && s6 == "" {
+			s6 = n.String()
+		}
+	}
+	var subnets []string
+	for _, s := range []string{s4, s6} {
+		if s != "" {
+			subnets = append(subnets, s)
 		}
 	}
 	byAddr := v4

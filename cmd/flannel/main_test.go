@@ -76,4 +76,18 @@ func TestEarlyCNIConf(t *testing.T) {
 	if string(b) != string(want) || string(o.earlyConf) != string(want) {
 		t.Errorf("wrote:\n%s\nwant:\n%s", b, want)
 	}
+
+	// A dual-stack network given IPv6 first: IPv4 first all the same, as
+	// the lease writes it.
+	o.podSubnets = "fd00:10:244::/56,10.244.0.0/16"
+	o.writeEarlyCNIConf([]string{"fd00:10:244:3::/64", "10.244.3.0/24"})
+	if b, err = os.ReadFile(o.cniConf); err != nil {
+		t.Fatal(err)
+	}
+	if want, err = cni.ConfList(cni.Conf{Network: "kubeboot", Bridge: "cni0", Subnets: []string{"10.244.3.0/24", "fd00:10:244:3::/64"}, MTU: lo.MTU - 50, DataDir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	if string(b) != string(want) {
+		t.Errorf("dual-stack, IPv6 first: wrote:\n%s\nwant:\n%s", b, want)
+	}
 }

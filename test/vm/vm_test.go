@@ -235,7 +235,7 @@ func lastLines(out string, n int) string {
 
 // restarts is a shell line that prints the node's components that were
 // restarted, from kubeboot status (none: "restarts: none").
-const restarts = `echo "restarts: $(kubeboot status 2>/dev/null | awk '$6 ~ /^[0-9]+$/ && $6 > 0 {printf "%s=%s ", $1, $6}')"
+const restarts = `echo "restarts: $(kubeboot status 2>/dev/null | awk '$6 ~ /^[0-9]+$/ && $6 > 0 {printf "%s=%s ", $1, $6; n++} END {if (!n) print "none"}')"
 `
 
 // kubectl is the shell function the scripts use.
