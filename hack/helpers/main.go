@@ -126,6 +126,13 @@ func run(out string) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
+	// One pack, each helper at its offset: the binary embeds it as one
+	// string, whose pages a reader can hand back once it has read them.
+	pack, err := os.Create(filepath.Join(out, helpers.PackFile))
+	if err != nil {
+		return err
+	}
+	defer pack.Close()
 	m := helpers.Manifest{}
 	var total, packed int64
 	for _, name := range sortedKeys(packages) {
@@ -137,14 +144,18 @@ func run(out string) error {
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(out, helpers.CompressedName(name)), z, 0o644); err != nil {
+		if _, err := pack.Write(z); err != nil {
 			return err
 		}
 		sum := sha256.Sum256(b)
-		m.Helpers = append(m.Helpers, helpers.Entry{Name: name, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b)), Package: packages[name]})
+		m.Helpers = append(m.Helpers, helpers.Entry{Name: name, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(b)), Package: packages[name],
+			Offset: packed, Compressed: int64(len(z))})
 		total += int64(len(b))
 		packed += int64(len(z))
 		fmt.Printf("helper %-24s %6.1f MiB, %5.1f MiB compressed\n", name, mib(len(b)), mib(len(z)))
+	}
+	if err := pack.Close(); err != nil {
+		return err
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {

@@ -2,8 +2,6 @@
 
 package helpers
 
-import "io/fs"
-
 // embedded is nil: built without the kubeboot_helpers tag, the binary
 // carries no helpers (see ErrNotBuilt).
-var embedded fs.FS
+var embedded *bundle

@@ -2,20 +2,14 @@
 
 package helpers
 
-import (
-	"embed"
-	"io/fs"
+import _ "embed"
+
+// Written by `go run ./hack/helpers` (make build).
+var (
+	//go:embed bin/manifest.json
+	manifest []byte
+	//go:embed bin/helpers.pack
+	pack string
 )
 
-// bin is written by `go run ./hack/helpers` (make build).
-//
-//go:embed bin
-var bin embed.FS
-
-var embedded = func() fs.FS {
-	sub, err := fs.Sub(bin, "bin")
-	if err != nil {
-		panic(err)
-	}
-	return sub
-}()
+var embedded = &bundle{manifest: manifest, pack: pack, release: releaser(pack)}

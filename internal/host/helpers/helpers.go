@@ -65,17 +65,35 @@ var ImageOnly = []string{LocalPathProvisioner, LocalPathHelper, MetricsServer}
 // CNIPlugins are the CNI plugins containerd execs for every pod.
 var CNIPlugins = []string{"bridge", "host-local", "portmap"}
 
-// ManifestFile is the embedded list of the helpers and their digests.
-const ManifestFile = "manifest.json"
+// The embedded files: the list of the helpers and their digests, and the
+// pack of their compressed bytes, one after the other.
+const (
+	ManifestFile = "manifest.json"
+	PackFile     = "helpers.pack"
+)
 
-// Entry is one helper: its file name, and the sha256 and size of the
-// uncompressed binary.
+// Entry is one helper: its file name, the sha256 and size of the
+// uncompressed binary, and where its compressed bytes are in the pack.
 type Entry struct {
 	Name   string `json:"name"`
 	SHA256 string `json:"sha256"`
 	Size   int64  `json:"size"`
 	// Package is the Go package it was built from.
-	Package string `json:"package"`
+	Package    string `json:"package"`
+	Offset     int64  `json:"offset"`
+	Compressed int64  `json:"compressed"`
+}
+
+// bundle is what a binary carries.
+type bundle struct {
+	manifest []byte
+	pack     string
+	// release, when set, hands the pages of a part of pack back to the
+	// kernel once it has been read: the embedded pack is mapped from the
+	// executable, and pages a process has read count as its memory until
+	// the kernel needs them (the node daemon reads ~30 MiB of it for the
+	// add-ons' images).
+	release func(part string)
 }
 
 // Manifest lists the helpers a kubeboot binary carries.
@@ -110,32 +128,30 @@ func (m *Manifest) Get(name string) (Entry, bool) {
 // Load reads the manifest of the helpers this binary carries.
 func Load() (*Manifest, error) { return load(embedded) }
 
-func load(files fs.FS) (*Manifest, error) {
-	if files == nil {
+func load(b *bundle) (*Manifest, error) {
+	if b == nil || len(b.manifest) == 0 {
 		return nil, ErrNotBuilt
-	}
-	b, err := fs.ReadFile(files, ManifestFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, ErrNotBuilt
-	}
-	if err != nil {
-		return nil, err
 	}
 	m := &Manifest{}
-	if err := json.Unmarshal(b, m); err != nil {
+	if err := json.Unmarshal(b.manifest, m); err != nil {
 		return nil, fmt.Errorf("the helpers' manifest: %w", err)
 	}
 	if len(m.Helpers) == 0 {
 		return nil, ErrNotBuilt
 	}
+	for _, e := range m.Helpers {
+		if e.Offset < 0 || e.Compressed <= 0 || e.Offset+e.Compressed > int64(len(b.pack)) {
+			return nil, fmt.Errorf("the helpers' manifest places %s at bytes %d+%d of a %d-byte pack", e.Name, e.Offset, e.Compressed, len(b.pack))
+		}
+	}
 	return m, nil
 }
 
-// CompressedName is the embedded file of a helper.
-func CompressedName(name string) string { return name + ".zst" }
-
 // Open returns the named helper's uncompressed bytes.
-func Open(name string) (io.ReadCloser, error) { return open(embedded, name) }
+func Open(name string) (io.ReadCloser, error) {
+	r, _, err := OpenSized(name)
+	return r, err
+}
 
 // OpenSized returns the named helper's uncompressed bytes and their size.
 func OpenSized(name string) (io.ReadCloser, int64, error) {
@@ -147,32 +163,35 @@ func OpenSized(name string) (io.ReadCloser, int64, error) {
 	if !ok {
 		return nil, 0, fmt.Errorf("no helper named %q", name)
 	}
-	r, err := Open(name)
+	r, err := open(embedded, e)
 	return r, e.Size, err
 }
 
-func open(files fs.FS, name string) (io.ReadCloser, error) {
-	if files == nil {
-		return nil, ErrNotBuilt
-	}
-	f, err := files.Open(CompressedName(name))
+// open decompresses e's part of the pack; closing the reader releases
+// the pages it read.
+func open(b *bundle, e Entry) (io.ReadCloser, error) {
+	part := b.pack[e.Offset : e.Offset+e.Compressed]
+	d, err := zstd.NewReader(strings.NewReader(part), zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
 	if err != nil {
 		return nil, err
 	}
-	d, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1))
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	return readCloser{d.IOReadCloser(), f}, nil
+	return readCloser{d.IOReadCloser(), func() {
+		if b.release != nil {
+			b.release(part)
+		}
+	}}, nil
 }
 
 type readCloser struct {
 	io.ReadCloser
-	f fs.File
+	release func()
 }
 
-func (r readCloser) Close() error { r.ReadCloser.Close(); return r.f.Close() }
+func (r readCloser) Close() error {
+	err := r.ReadCloser.Close()
+	r.release()
+	return err
+}
 
 // Current is the link, in the helpers' directory, to the directory of
 // the running binary's helpers.
@@ -195,7 +214,7 @@ func Install(dir string, logf func(format string, args ...any)) (Result, error) 
 	return install(embedded, dir, logf)
 }
 
-func install(files fs.FS, dir string, logf func(format string, args ...any)) (Result, error) {
+func install(files *bundle, dir string, logf func(format string, args ...any)) (Result, error) {
 	m, err := load(files)
 	if err != nil {
 		return Result{}, err
@@ -246,8 +265,8 @@ func install(files fs.FS, dir string, logf func(format string, args ...any)) (Re
 
 // write writes one helper to p through a temporary file, checking its
 // hash before it takes the name.
-func write(files fs.FS, e Entry, p string) error {
-	r, err := open(files, e.Name)
+func write(files *bundle, e Entry, p string) error {
+	r, err := open(files, e)
 	if err != nil {
 		return err
 	}

@@ -1,42 +1,51 @@
 package helpers
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
-	"testing/fstest"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
-// fakeBundle is an embedded set of two helpers.
-func fakeBundle(t *testing.T, content map[string]string) fstest.MapFS {
+// fakeBundle is an embedded set of helpers, packed as hack/helpers packs
+// them; it counts the parts released.
+func fakeBundle(t *testing.T, content map[string]string) *bundle {
 	t.Helper()
-	fsys := fstest.MapFS{}
+	var pack strings.Builder
 	m := Manifest{}
-	for name, c := range content {
+	for _, name := range slices.Sorted(maps.Keys(content)) {
+		c := content[name]
 		z, err := Compress([]byte(c))
 		if err != nil {
 			t.Fatal(err)
 		}
-		fsys[CompressedName(name)] = &fstest.MapFile{Data: z}
 		sum := sha256.Sum256([]byte(c))
-		m.Helpers = append(m.Helpers, Entry{Name: name, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(c))})
+		m.Helpers = append(m.Helpers, Entry{Name: name, SHA256: hex.EncodeToString(sum[:]), Size: int64(len(c)),
+			Offset: int64(pack.Len()), Compressed: int64(len(z))})
+		pack.Write(z)
 	}
 	b, _ := json.Marshal(m)
-	fsys[ManifestFile] = &fstest.MapFile{Data: b}
-	return fsys
+	return &bundle{manifest: b, pack: pack.String()}
 }
 
 func TestNotBuilt(t *testing.T) {
 	if _, err := load(nil); !errors.Is(err, ErrNotBuilt) {
 		t.Errorf("load(nil) = %v, want ErrNotBuilt", err)
 	}
-	if _, err := install(fstest.MapFS{}, t.TempDir(), t.Logf); !errors.Is(err, ErrNotBuilt) {
+	if _, err := install(&bundle{}, t.TempDir(), t.Logf); !errors.Is(err, ErrNotBuilt) {
 		t.Errorf("install without a manifest = %v, want ErrNotBuilt", err)
 	}
 }
@@ -97,9 +106,10 @@ func TestInstall(t *testing.T) {
 
 // A corrupt embedded copy never takes the helper's name.
 func TestInstallRefusesCorruptCopy(t *testing.T) {
+	// The same length, so only the hash tells them apart.
+	other := fakeBundle(t, map[string]string{"pause": "other bytes"})
 	bundle := fakeBundle(t, map[string]string{"pause": "pause bytes"})
-	z, _ := Compress([]byte("other bytes"))
-	bundle[CompressedName("pause")] = &fstest.MapFile{Data: z}
+	bundle.pack = other.pack
 	dir := t.TempDir()
 	if _, err := install(bundle, dir, t.Logf); err == nil || !strings.Contains(err.Error(), "does not match") {
 		t.Fatalf("install = %v", err)
@@ -108,4 +118,97 @@ func TestInstallRefusesCorruptCopy(t *testing.T) {
 	if len(matches) != 0 {
 		t.Errorf("left %v", matches)
 	}
+}
+
+// Each reader of a helper releases the part of the pack it read when
+// closed; a pack whose manifest points past its end is refused.
+func TestOpenReleases(t *testing.T) {
+	b := fakeBundle(t, map[string]string{"pause": "pause bytes", "bridge": "bridge bytes"})
+	var released []string
+	b.release = func(part string) { released = append(released, part) }
+	m, err := load(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range m.Helpers {
+		r, err := open(b, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(r)
+		if err != nil || int64(len(got)) != e.Size {
+			t.Fatalf("%s: %q, %v", e.Name, got, err)
+		}
+		r.Close()
+		if want := b.pack[e.Offset : e.Offset+e.Compressed]; released[len(released)-1] != want {
+			t.Errorf("%s: released %q, want its part of the pack", e.Name, released[len(released)-1])
+		}
+	}
+	b.pack = b.pack[:len(b.pack)-1]
+	if _, err := load(b); err == nil || !strings.Contains(err.Error(), "pack") {
+		t.Errorf("load of a short pack = %v", err)
+	}
+}
+
+// releasePages drops the pages of a file mapping a reader has read (they
+// no longer count as the process's), and the bytes read again are the
+// same; memory that is not a read-only file mapping is never released.
+func TestReleasePages(t *testing.T) {
+	page := os.Getpagesize()
+	data := bytes.Repeat([]byte("kubeboot"), 64*page/8)
+	p := filepath.Join(t.TempDir(), "pack")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	mapped, err := unix.Mmap(int(f.Fd()), 0, len(data), unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mapped)
+	s := unsafe.String(&mapped[0], len(mapped))
+	if !fileMapped(s) || releaser(s) == nil {
+		t.Fatal("a read-only file mapping is not seen as one")
+	}
+	if releaser(strings.Repeat("x", 3*page)) != nil || releaser(string(data)) != nil {
+		t.Fatal("heap memory would be released")
+	}
+	if !bytes.Equal([]byte(s), data) {
+		t.Fatal("mapping differs from the file")
+	}
+	before := mappingRss(t, p)
+	releasePages(s[page/2 : len(s)-page/2]) // whole pages 1..62
+	after := mappingRss(t, p)
+	if before < 64*page/1024 || after > before-62*page/1024 {
+		t.Errorf("Rss of the mapping %d KiB before, %d after releasing 62 of its 64 pages", before, after)
+	}
+	if !bytes.Equal([]byte(s), data) {
+		t.Error("bytes read after the release differ")
+	}
+}
+
+// mappingRss is the Rss, in KiB, of the process's mapping of file p.
+func mappingRss(t *testing.T, p string) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 6 && strings.Contains(f[0], "-"):
+			in = f[5] == p
+		case in && len(f) == 3 && f[0] == "Rss:":
+			n, _ := strconv.Atoi(f[1])
+			return n
+		}
+	}
+	t.Fatalf("no mapping of %s in smaps", p)
+	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -249,6 +250,10 @@ func warmImages(ctx context.Context, socket string, open images.Opener, logf fun
 	if ctx.Err() == nil {
 		logf("the runtime has every image of this binary: %s", strings.Join(images.Names(images.All()), ", "))
 	}
+	// The import is the daemon's one burst (~200 MiB streamed through
+	// the decompressor and gRPC's buffers): hand what it left back to the
+	// kernel now rather than over the scavenger's next minutes.
+	debug.FreeOSMemory()
 }
 
 // follow waits for the kubeconfig (the node's, made by the kubelet's TLS
