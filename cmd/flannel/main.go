@@ -127,20 +127,46 @@ func netConf(podSubnets, backendType string) ([]byte, error) {
 		// mapping alive.
 		c["Backend"] = map[string]any{"Type": backendType, "PersistentKeepaliveInterval": 25}
 	}
-	c["EnableIPv4"], c["EnableIPv6"] = false, false
+	v4, v6, err := families(podSubnets)
+	if err != nil {
+		return nil, err
+	}
+	c["EnableIPv4"], c["EnableIPv6"] = v4 != "", v6 != ""
+	if v4 != "" {
+		c["Network"] = v4
+	}
+	if v6 != "" {
+		c["IPv6Network"] = v6
+	}
+	return json.MarshalIndent(c, "", "  ")
+}
+
+// families splits the pod network (one CIDR, or one of each family) into
+// its IPv4 and its IPv6 subnet.
+func families(podSubnets string) (v4, v6 string, err error) {
 	for _, s := range strings.Split(podSubnets, ",") {
 		s = strings.TrimSpace(s)
 		ipAddr, _, err := net.ParseCIDR(s)
 		if err != nil {
-			return nil, fmt.Errorf("pod subnet %q: %w", s, err)
+			return "", "", fmt.Errorf("pod subnet %q: %w", s, err)
 		}
 		if ipAddr.To4() != nil {
-			c["Network"], c["EnableIPv4"] = s, true
+			v4 = s
 		} else {
-			c["IPv6Network"], c["EnableIPv6"] = s, true
+			v6 = s
 		}
 	}
-	return json.MarshalIndent(c, "", "  ")
+	return v4, v6, nil
+}
+
+// overlayAddr is the node address whose interface carries the overlay,
+// as flannel's --iface=<address>: the IPv4 one when the pod network has
+// IPv4 and the node has one, else the IPv6 one.
+func overlayAddr(v4, v6 string, ipv4Pods bool) string {
+	if v4 == "" || !ipv4Pods {
+		return v6
+	}
+	return v4
 }
 
 func (o *options) run(ctx context.Context) error {
@@ -193,13 +219,8 @@ func (o *options) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The interface that holds the node's address (its InternalIP) carries
-	// the overlay, as flannel's --iface=<address>.
 	v4, v6 := o.nodeAddrs()
-	byAddr := v4
-	if byAddr == "" || !config.EnableIPv4 {
-		byAddr = v6
-	}
+	byAddr := overlayAddr(v4, v6, config.EnableIPv4)
 	ext, err := ipmatch.LookupExtIface(byAddr, "", "", stack, ipmatch.PublicIPOpts{PublicIP: v4, PublicIPv6: v6})
 	if err != nil {
 		return fmt.Errorf("the interface of %s: %w", byAddr, err)
@@ -293,13 +314,11 @@ func (o *options) run(ctx context.Context) error {
 // written when the interface cannot be found or the overhead is not
 // given: the lease writes it then.
 func (o *options) writeEarlyCNIConf(podCIDRs []string) {
-	v4, v6 := o.nodeAddrs()
-	want4, want6 := false, false
-	for _, s := range strings.Split(o.podSubnets, ",") {
-		if ip, _, err := net.ParseCIDR(strings.TrimSpace(s)); err == nil {
-			want4, want6 = want4 || ip.To4() != nil, want6 || ip.To4() == nil
-		}
+	net4, net6, err := families(o.podSubnets)
+	if err != nil {
+		return
 	}
+	want4, want6 := net4 != "", net6 != ""
 	// One per family, IPv4 first and in canonical form, as the lease's.
 	var s4, s6 string
 	for _, c := range podCIDRs {
@@ -315,11 +334,8 @@ func (o *options) writeEarlyCNIConf(podCIDRs []string) {
 			subnets = append(subnets, s)
 		}
 	}
-	byAddr := v4
-	if byAddr == "" || !want4 {
-		byAddr = v6
-	}
-	link := cni.LinkMTU(byAddr)
+	v4, v6 := o.nodeAddrs()
+	link := cni.LinkMTU(overlayAddr(v4, v6, want4))
 	if link == 0 || len(subnets) == 0 || o.mtuOverhead < 0 {
 		return
 	}

@@ -41,10 +41,15 @@ const (
 // All lists the images every node carries: Node's, then AddOns'.
 func All() []Image { return append(Node(), AddOns()...) }
 
-// Node lists the images on the path to a node's first pods and CoreDNS.
+// Sandbox is pause's image, every pod's sandbox: what a node needs
+// before its first pod.
+func Sandbox() Image { return Image{Name: Pause, File: PauseFile, Entrypoint: []string{"/pause"}} }
+
+// Node lists the images on the path to a node's first pods and CoreDNS,
+// Sandbox first.
 func Node() []Image {
 	return []Image{
-		{Name: Pause, File: PauseFile, Entrypoint: []string{"/pause"}},
+		Sandbox(),
 		{Name: CoreDNS, File: CoreDNSFile, Entrypoint: []string{"/coredns"}},
 		{Name: TestServer, File: TestServerFile, Entrypoint: []string{"/test-server"}},
 	}

@@ -19,9 +19,11 @@ func CNIConfList(fs fsys.FS, subnets []string, mtu int) ([]byte, error) {
 
 // FirstNodeSubnets are the pod subnets the controller-manager's range
 // allocator gives the first node: the first /maskV4 (IPv4) and /maskV6
-// (IPv6) of each of the pod network's subnets (config.NodeMaskSizes).
+// (IPv6) of each of the pod network's subnets (config.NodeMaskSizes),
+// IPv4 first as flannel writes its lease's, whatever order the network is
+// given in (so flannel does not rewrite the file it finds).
 func FirstNodeSubnets(podSubnet string, maskV4, maskV6 int) ([]string, error) {
-	var out []string
+	var v4, v6 []string
 	for _, s := range strings.Split(podSubnet, ",") {
 		_, n, err := net.ParseCIDR(strings.TrimSpace(s))
 		if err != nil {
@@ -35,7 +37,12 @@ func FirstNodeSubnets(podSubnet string, maskV4, maskV6 int) ([]string, error) {
 		if ones > size {
 			size = ones
 		}
-		out = append(out, (&net.IPNet{IP: n.IP, Mask: net.CIDRMask(size, bits)}).String())
+		first := (&net.IPNet{IP: n.IP, Mask: net.CIDRMask(size, bits)}).String()
+		if bits == 128 {
+			v6 = append(v6, first)
+		} else {
+			v4 = append(v4, first)
+		}
 	}
-	return out, nil
+	return append(v4, v6...), nil
 }

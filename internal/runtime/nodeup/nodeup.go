@@ -360,7 +360,7 @@ func (n *Node) WaitAllImages(ctx context.Context) error { return n.waitImages(ct
 // WaitSandboxImage waits until the runtime has pause, the image of every
 // pod's sandbox: what a node needs before its first pod.
 func (n *Node) WaitSandboxImage(ctx context.Context) error {
-	return n.waitImages(ctx, images.Node()[:1])
+	return n.waitImages(ctx, []images.Image{images.Sandbox()})
 }
 
 func (n *Node) waitImages(ctx context.Context, imgs []images.Image) error {

@@ -230,7 +230,7 @@ func imageRegistry(fs fsys.FS, c *component.ImageRegistryConfig, logf func(strin
 // one sooner pulls it from the registry.
 func warmImages(ctx context.Context, socket string, open images.Opener, logf func(string, ...any)) {
 	node := images.Node()
-	for _, group := range [][]images.Image{node[:1], node[1:], images.AddOns()} {
+	for _, group := range [][]images.Image{{images.Sandbox()}, node[1:], images.AddOns()} {
 		_ = wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
 			missing, err := images.Missing(ctx, socket, group)
 			if err == nil && len(missing) > 0 {
