@@ -63,6 +63,7 @@ test-short:
 # The full suite: unit tests, then the end-to-end tests against the binary.
 test: build build-next
 	cd api && go test -count=1 ./...
+	go test -count=1 -tags kubeboot_helpers ./internal/host/helpers/
 	KUBEBOOT_BINARY=$(CURDIR)/$(OUT)/kubeboot KUBEBOOT_NEXT_BINARY=$(CURDIR)/$(OUT)/kubeboot-next go test -count=1 -timeout 60m ./...
 
 # The lifecycle API's examples, run alone: a control plane, then a

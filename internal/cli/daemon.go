@@ -19,6 +19,7 @@ import (
 	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/host/nodestate"
 	"github.com/kubeboot/kubeboot/internal/kube/manifests"
+	"github.com/kubeboot/kubeboot/internal/programs/settle"
 	"github.com/kubeboot/kubeboot/internal/runtime/component"
 	"github.com/kubeboot/kubeboot/internal/runtime/daemon"
 	"github.com/kubeboot/kubeboot/internal/runtime/service"
@@ -63,6 +64,7 @@ components to run as spec files in /etc/kubernetes/kubeboot/components.`,
 					defer f.Close()
 					logw = io.MultiWriter(s.Out, f)
 				}
+				settle.Start()
 				return daemon.New(fs, exe, logw, service.InProcess(fs)).Run(cmd.Context())
 			},
 		},

@@ -2,7 +2,10 @@
 
 package helpers
 
-import _ "embed"
+import (
+	_ "embed"
+	"sync"
+)
 
 // Written by `go run ./hack/helpers` (make build).
 var (
@@ -12,4 +15,14 @@ var (
 	pack string
 )
 
-var embedded = &bundle{manifest: manifest, pack: pack, release: releaser(pack)}
+// The pack's pages are released only once it is known to be mapped from
+// the executable (looked up at the first release, not in every process's
+// start).
+var (
+	packReleaser = sync.OnceValue(func() func(string) { return releaser(pack) })
+	embedded     = &bundle{manifest: manifest, pack: pack, release: func(part string) {
+		if r := packReleaser(); r != nil {
+			r(part)
+		}
+	}}
+)

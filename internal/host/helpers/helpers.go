@@ -91,8 +91,9 @@ type bundle struct {
 	// release, when set, hands the pages of a part of pack back to the
 	// kernel once it has been read: the embedded pack is mapped from the
 	// executable, and pages a process has read count as its memory until
-	// the kernel needs them (the node daemon reads ~30 MiB of it for the
-	// add-ons' images).
+	// the kernel needs them (the node daemon reads ~32 MiB of it for the
+	// add-ons' images). Decoding runs in the reader's goroutine
+	// (WithDecoderConcurrency(1)), so nothing reads the part after Close.
 	release func(part string)
 }
 
@@ -140,7 +141,7 @@ func load(b *bundle) (*Manifest, error) {
 		return nil, ErrNotBuilt
 	}
 	for _, e := range m.Helpers {
-		if e.Offset < 0 || e.Compressed <= 0 || e.Offset+e.Compressed > int64(len(b.pack)) {
+		if e.Offset < 0 || e.Compressed <= 0 || e.Compressed > int64(len(b.pack))-e.Offset {
 			return nil, fmt.Errorf("the helpers' manifest places %s at bytes %d+%d of a %d-byte pack", e.Name, e.Offset, e.Compressed, len(b.pack))
 		}
 	}
@@ -171,7 +172,7 @@ func OpenSized(name string) (io.ReadCloser, int64, error) {
 // the pages it read.
 func open(b *bundle, e Entry) (io.ReadCloser, error) {
 	part := b.pack[e.Offset : e.Offset+e.Compressed]
-	d, err := zstd.NewReader(strings.NewReader(part), zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	d, err := zstd.NewReader(strings.NewReader(part), zstd.WithDecoderConcurrency(1))
 	if err != nil {
 		return nil, err
 	}

@@ -177,13 +177,21 @@ func TestReleasePages(t *testing.T) {
 	if releaser(strings.Repeat("x", 3*page)) != nil || releaser(string(data)) != nil {
 		t.Fatal("heap memory would be released")
 	}
+	writable, err := unix.Mmap(int(f.Fd()), 0, len(data), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(writable)
+	if fileMapped(unsafe.String(&writable[0], len(writable))) {
+		t.Fatal("a writable mapping of the file would be released")
+	}
 	if !bytes.Equal([]byte(s), data) {
 		t.Fatal("mapping differs from the file")
 	}
-	before := mappingRss(t, p)
+	before := mappingRss(t, mapped)
 	releasePages(s[page/2 : len(s)-page/2]) // whole pages 1..62
-	after := mappingRss(t, p)
-	if before < 64*page/1024 || after > before-62*page/1024 {
+	after := mappingRss(t, mapped)
+	if before != 64*page/1024 || after != before-62*page/1024 {
 		t.Errorf("Rss of the mapping %d KiB before, %d after releasing 62 of its 64 pages", before, after)
 	}
 	if !bytes.Equal([]byte(s), data) {
@@ -191,24 +199,26 @@ func TestReleasePages(t *testing.T) {
 	}
 }
 
-// mappingRss is the Rss, in KiB, of the process's mapping of file p.
-func mappingRss(t *testing.T, p string) int {
+// mappingRss is the Rss, in KiB, of the process's mapping that starts at
+// the first byte of m.
+func mappingRss(t *testing.T, m []byte) int {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		t.Fatal(err)
 	}
+	start := strconv.FormatUint(uint64(uintptr(unsafe.Pointer(&m[0]))), 16)
 	in := false
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		switch {
 		case len(f) >= 6 && strings.Contains(f[0], "-"):
-			in = f[5] == p
+			in = strings.HasPrefix(f[0], start+"-")
 		case in && len(f) == 3 && f[0] == "Rss:":
 			n, _ := strconv.Atoi(f[1])
 			return n
 		}
 	}
-	t.Fatalf("no mapping of %s in smaps", p)
+	t.Fatalf("no mapping at %s in smaps", start)
 	return 0
 }

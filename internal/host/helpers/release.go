@@ -11,9 +11,14 @@ import (
 )
 
 // releaser returns the function that hands back the pages of a part of
-// s once read, if s lies in a read-only mapping of a file (the embedded
-// pack, mapped from the executable), or nil. Dropping such pages loses
-// nothing: the next read faults them in again from the file (page cache).
+// s once read, if s lies in a read-only private mapping of a file (the
+// embedded pack, mapped from the executable), or nil. Dropping such pages
+// loses nothing as long as the process never wrote them: the next read
+// faults them in again from the file (page cache). The embedded pack's
+// bytes hold no relocation, so even a position-independent build maps
+// them as the file has them. Released pages leave the process's RSS and
+// PSS; they stay in the page cache (and in a cgroup's memory.current)
+// until the kernel needs the memory.
 func releaser(s string) func(part string) {
 	if !fileMapped(s) {
 		return nil

@@ -26,14 +26,21 @@ const (
 // Main wraps a component's entry point (see the package's constants).
 func Main(m func(args []string) int) func(args []string) int {
 	return func(args []string) int {
-		if percent, ok := settlePercent(os.LookupEnv); ok {
-			go func() {
-				time.Sleep(settleAfter)
-				debug.SetGCPercent(percent)
-				debug.FreeOSMemory()
-			}()
-		}
+		Start()
 		return m(args)
+	}
+}
+
+// Start settles the process's memory settleAfter from now, unless its
+// environment says otherwise: for a long-running process that is not a
+// component's main (the node daemon).
+func Start() {
+	if percent, ok := settlePercent(os.LookupEnv); ok {
+		go func() {
+			time.Sleep(settleAfter)
+			debug.SetGCPercent(percent)
+			debug.FreeOSMemory()
+		}()
 	}
 }
 

@@ -230,6 +230,7 @@ func imageRegistry(fs fsys.FS, c *component.ImageRegistryConfig, logf func(strin
 // one sooner pulls it from the registry.
 func warmImages(ctx context.Context, socket string, open images.Opener, logf func(string, ...any)) {
 	node := images.Node()
+	imported := false
 	for _, group := range [][]images.Image{{images.Sandbox()}, node[1:], images.AddOns()} {
 		_ = wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
 			missing, err := images.Missing(ctx, socket, group)
@@ -238,6 +239,7 @@ func warmImages(ctx context.Context, socket string, open images.Opener, logf fun
 				var streamed int64
 				streamed, err = images.ImportBuilt(ctx, socket, open, missing)
 				if err == nil {
+					imported = true
 					logf("imported %s into the runtime in %s (%.0f MiB of layers, from the binary)", strings.Join(images.Names(missing), ", "), time.Since(start).Round(time.Millisecond), float64(streamed)/(1<<20))
 				}
 			}
@@ -247,13 +249,16 @@ func warmImages(ctx context.Context, socket string, open images.Opener, logf fun
 			return err == nil, nil
 		})
 	}
-	if ctx.Err() == nil {
-		logf("the runtime has every image of this binary: %s", strings.Join(images.Names(images.All()), ", "))
+	if ctx.Err() != nil {
+		return
 	}
-	// The import is the daemon's one burst (~200 MiB streamed through
-	// the decompressor and gRPC's buffers): hand what it left back to the
-	// kernel now rather than over the scavenger's next minutes.
-	debug.FreeOSMemory()
+	logf("the runtime has every image of this binary: %s", strings.Join(images.Names(images.All()), ", "))
+	if imported {
+		// The import is the daemon's one burst (~200 MiB streamed through
+		// the decompressor and gRPC's buffers): hand what it left back to
+		// the kernel now rather than over the scavenger's next minutes.
+		debug.FreeOSMemory()
+	}
 }
 
 // follow waits for the kubeconfig (the node's, made by the kubelet's TLS
