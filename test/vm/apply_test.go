@@ -24,20 +24,12 @@ func TestApplyTwoVMs(t *testing.T) {
 		t.Skip("two VMs run with KUBEBOOT_VM=2 (by hand: ~20 minutes under emulation)")
 	}
 	ensureBase(t, script)
-	debs := t.TempDir()
-	get := exec.Command("apt-get", "download", "sudo")
-	get.Dir = debs
-	if out, err := get.CombinedOutput(); err != nil {
-		t.Fatalf("apt-get download sudo: %v\n%s", err, out)
-	}
-	deb, _ := filepath.Glob(filepath.Join(debs, "sudo_*.deb"))
-	if len(deb) != 1 {
-		t.Fatalf("sudo's package: %v", deb)
-	}
 	cp, w := bootControlPlaneAndWorker(t, script)
-	w.Push(deb[0], "/root/sudo.deb")
+	// ipset for kube-router's network policy (on by default), sudo for
+	// the worker's non-root operator.
+	install(t, cp, "ipset", "libipset13")
+	install(t, w, "ipset", "libipset13", "sudo")
 	w.MustRun(2*time.Minute, `
-dpkg -i /root/sudo.deb >/dev/null && rm /root/sudo.deb
 useradd -m -s /bin/bash kbadmin
 install -d -m 700 -o kbadmin -g kbadmin /home/kbadmin/.ssh
 install -m 600 -o kbadmin -g kbadmin /root/.ssh/authorized_keys /home/kbadmin/.ssh/authorized_keys

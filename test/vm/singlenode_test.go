@@ -121,10 +121,8 @@ find /etc/kubernetes /var/lib/kubeboot -mindepth 1 2>/dev/null || true
 	// Debian's apparmor package too, which a standard Debian install (and
 	// every Ubuntu) has and the VM's minimal base lacks: with it containerd
 	// confines each container with its own profile.
-	for _, deb := range debs(t, "ipset", "libipset13", "apparmor") {
-		v.Push(deb, "/root/"+filepath.Base(deb))
-	}
-	v.MustRun(2*time.Minute, "dpkg -i /root/*.deb >/dev/null && rm /root/*.deb && ipset version && aa-enabled")
+	install(t, v, "ipset", "libipset13", "apparmor")
+	v.MustRun(time.Minute, "ipset version && aa-enabled")
 	before := v.MustRun(2*time.Minute, snapshot)
 
 	out := v.MustRun(20*time.Minute, kubectl+waitFor+`
@@ -240,6 +238,16 @@ rm -f /root/reset.log /root/init.log /root/web.tar /root/web.yaml /root/vol.yaml
 		t.Logf("gone since before init (%d): %s", len(gone), strings.Join(gone, "; "))
 	}
 	fmt.Printf("vm single node: total %s\n", time.Since(start).Round(time.Second))
+}
+
+// install installs Debian's packages of names on v, which reaches no
+// mirror.
+func install(t *testing.T, v *VM, names ...string) {
+	t.Helper()
+	for _, deb := range debs(t, names...) {
+		v.Push(deb, "/root/"+filepath.Base(deb))
+	}
+	v.MustRun(2*time.Minute, "dpkg -i /root/*.deb >/dev/null && rm /root/*.deb")
 }
 
 // debs downloads Debian's packages of names (as this machine's apt

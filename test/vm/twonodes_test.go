@@ -67,6 +67,11 @@ func TestTwoNodes(t *testing.T) {
 	cp, w := bootControlPlaneAndWorker(t, script)
 	cp.Push(binary, "/usr/local/bin/kubeboot")
 	w.Push(binary, "/usr/local/bin/kubeboot")
+	// Network policy is on by default: kube-router needs ipset, which a
+	// stock Debian 12 lacks (TestSingleNode checks preflight says so).
+	for _, v := range []*VM{cp, w} {
+		install(t, v, "ipset", "libipset13")
+	}
 	before := w.MustRun(2*time.Minute, snapshot)
 
 	out := cp.MustRun(20*time.Minute, `
