@@ -28,7 +28,6 @@ import (
 	"flag"
 	"fmt"
 	"math/big"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -144,17 +143,9 @@ func netConf(podSubnets, backendType string) ([]byte, error) {
 // families splits the pod network (one CIDR, or one of each family) into
 // its IPv4 and its IPv6 subnet.
 func families(podSubnets string) (v4, v6 string, err error) {
-	for _, s := range strings.Split(podSubnets, ",") {
-		s = strings.TrimSpace(s)
-		ipAddr, _, err := net.ParseCIDR(s)
-		if err != nil {
-			return "", "", fmt.Errorf("pod subnet %q: %w", s, err)
-		}
-		if ipAddr.To4() != nil {
-			v4 = s
-		} else {
-			v6 = s
-		}
+	v4, v6, err = cni.CIDRsByFamily(strings.Split(podSubnets, ","))
+	if err != nil {
+		return "", "", fmt.Errorf("pod subnets %q: %w", podSubnets, err)
 	}
 	return v4, v6, nil
 }
@@ -318,28 +309,21 @@ func (o *options) writeEarlyCNIConf(podCIDRs []string) {
 	if err != nil {
 		return
 	}
-	want4, want6 := net4 != "", net6 != ""
-	// One per family, IPv4 first and in canonical form, as the lease's.
-	var s4, s6 string
-	for _, c := range podCIDRs {
-		if _, n, err := net.ParseCIDR(c); err == nil && n.IP.To4() != nil && want4 && s4 == "" {
-			s4 = n.String()
-		} else if err == nil && n.IP.To4() == nil && want6 && s6 == "" {
-			s6 = n.String()
-		}
+	// One per family the network has, IPv4 first and in canonical form,
+	// as the lease's.
+	s4, s6, _ := cni.CIDRsByFamily(podCIDRs)
+	if net4 == "" {
+		s4 = ""
 	}
-	var subnets []string
-	for _, s := range []string{s4, s6} {
-		if s != "" {
-			subnets = append(subnets, s)
-		}
+	if net6 == "" {
+		s6 = ""
 	}
+	subnets := cni.Ordered(s4, s6)
 	v4, v6 := o.nodeAddrs()
-	link := cni.LinkMTU(overlayAddr(v4, v6, want4))
-	if link == 0 || len(subnets) == 0 || o.mtuOverhead < 0 {
+	mtu := cni.PodMTU(overlayAddr(v4, v6, net4 != ""), o.mtuOverhead)
+	if mtu <= 0 || len(subnets) == 0 || o.mtuOverhead < 0 {
 		return
 	}
-	mtu := link - o.mtuOverhead
 	b, err := cni.ConfList(cni.Conf{Network: o.cniNetwork, Bridge: o.cniBridge, Subnets: subnets, MTU: mtu, DataDir: o.cniDataDir})
 	if err == nil {
 		_, err = cni.Write(o.cniConf, b)
@@ -354,12 +338,6 @@ func (o *options) writeEarlyCNIConf(podCIDRs []string) {
 
 // nodeAddrs are the node's first IPv4 and first IPv6 address of --node-ip.
 func (o *options) nodeAddrs() (v4, v6 string) {
-	for _, a := range strings.Split(o.nodeIP, ",") {
-		if p := net.ParseIP(strings.TrimSpace(a)); p != nil && p.To4() != nil && v4 == "" {
-			v4 = p.String()
-		} else if p != nil && p.To4() == nil && v6 == "" {
-			v6 = p.String()
-		}
-	}
+	v4, v6, _ = cni.AddrsByFamily(strings.Split(o.nodeIP, ","))
 	return v4, v6
 }

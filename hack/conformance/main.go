@@ -223,6 +223,12 @@ func run(n int, focus, skip string, parallel int, harness string, keep, useRegis
 	var script strings.Builder
 	script.WriteString("#!/bin/sh\nset -e\n")
 	e2eArgs := os.Getenv("E2E_ARGS")
+	if !strings.Contains(e2eArgs, "--num-nodes") {
+		// The nodes that run workloads (a lone node, or the workers), which
+		// e2e.test is not told otherwise: specs that need two of them
+		// would skip ("Requires at least 2 nodes (not -1)").
+		e2eArgs += " --num-nodes=" + strconv.Itoa(max(1, n-1))
+	}
 	if reg != nil {
 		self, err := os.Executable()
 		if err != nil {

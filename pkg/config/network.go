@@ -2,8 +2,11 @@ package config
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+
+	netutils "k8s.io/utils/net"
 
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
 )
@@ -91,11 +94,13 @@ func (p PodNetwork) FlannelType() string {
 // outer IPv4, UDP, VXLAN and Ethernet headers; 80 for wireguard), and 70
 // for VXLAN when the pod network has IPv6, which flannel carries over the
 // node's IPv6 address (an outer IPv6 header is 20 bytes longer; flannel
-// itself takes 50 there too and leaves the rest to fragmentation).
-func (p PodNetwork) Overhead(ipv6 bool) int {
+// itself takes 50 there too and leaves the rest to fragmentation), for
+// the pod network podSubnet (the ClusterConfiguration's: one CIDR, or one
+// of each family).
+func (p PodNetwork) Overhead(podSubnet string) int {
 	switch p.Backend {
 	case BackendVXLAN:
-		if ipv6 {
+		if slices.ContainsFunc(strings.Split(podSubnet, ","), func(s string) bool { return netutils.IsIPv6CIDRString(strings.TrimSpace(s)) }) {
 			return VXLANOverheadIPv6
 		}
 		return 50

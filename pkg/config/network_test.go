@@ -9,7 +9,7 @@ import (
 
 func TestPodNetwork(t *testing.T) {
 	d := DefaultPodNetwork()
-	if d.Backend != BackendVXLAN || !d.NetworkPolicy || !d.Flannel() || d.Overhead(false) != 50 || d.Overhead(true) != 70 {
+	if d.Backend != BackendVXLAN || !d.NetworkPolicy || !d.Flannel() || d.Overhead("10.244.0.0/16") != 50 || d.Overhead("fd00:10:244::/56") != 70 || d.Overhead("10.244.0.0/16, fd00:10:244::/56") != 70 {
 		t.Errorf("default %+v", d)
 	}
 	if err := (PodNetwork{Backend: "calico"}).Validate(); err == nil {

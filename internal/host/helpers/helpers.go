@@ -30,6 +30,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -126,8 +127,12 @@ func (m *Manifest) Get(name string) (Entry, bool) {
 	return Entry{}, false
 }
 
-// Load reads the manifest of the helpers this binary carries.
-func Load() (*Manifest, error) { return load(embedded) }
+// Load reads the manifest of the helpers this binary carries: parsed and
+// checked once, as the image registry opens a helper per request. The
+// manifest is shared: callers read it and do not change it.
+func Load() (*Manifest, error) { return loadEmbedded() }
+
+var loadEmbedded = sync.OnceValues(func() (*Manifest, error) { return load(embedded) })
 
 func load(b *bundle) (*Manifest, error) {
 	if b == nil || len(b.manifest) == 0 {

@@ -23,26 +23,17 @@ func CNIConfList(fs fsys.FS, subnets []string, mtu int) ([]byte, error) {
 // IPv4 first as flannel writes its lease's, whatever order the network is
 // given in (so flannel does not rewrite the file it finds).
 func FirstNodeSubnets(podSubnet string, maskV4, maskV6 int) ([]string, error) {
-	var v4, v6 []string
-	for _, s := range strings.Split(podSubnet, ",") {
-		_, n, err := net.ParseCIDR(strings.TrimSpace(s))
-		if err != nil {
-			return nil, fmt.Errorf("pod subnet %q: %w", podSubnet, err)
-		}
-		ones, bits := n.Mask.Size()
-		size := maskV4
-		if bits == 128 {
-			size = maskV6
-		}
-		if ones > size {
-			size = ones
-		}
-		first := (&net.IPNet{IP: n.IP, Mask: net.CIDRMask(size, bits)}).String()
-		if bits == 128 {
-			v6 = append(v6, first)
-		} else {
-			v4 = append(v4, first)
-		}
+	v4, v6, err := cni.CIDRsByFamily(strings.Split(podSubnet, ","))
+	if err != nil {
+		return nil, fmt.Errorf("pod subnet %q: %w", podSubnet, err)
 	}
-	return append(v4, v6...), nil
+	first := func(network string, size int) string {
+		if network == "" {
+			return ""
+		}
+		_, n, _ := net.ParseCIDR(network) // canonical already
+		ones, bits := n.Mask.Size()
+		return (&net.IPNet{IP: n.IP, Mask: net.CIDRMask(max(size, ones), bits)}).String()
+	}
+	return cni.Ordered(first(v4, maskV4), first(v6, maskV6)), nil
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // Conf is what a node's configuration holds.
@@ -106,4 +107,73 @@ func LinkMTU(ip string) int {
 		}
 	}
 	return 0
+}
+
+// CIDRsByFamily returns the first IPv4 and the first IPv6 CIDR of list,
+// each in canonical form (as its network, the form of flannel's lease),
+// and "" for a family list lacks: a pod network, a Node's pod CIDRs.
+// Blank entries are skipped; one that is not a CIDR is an error, reported
+// after the others are read.
+func CIDRsByFamily(list []string) (v4, v6 string, err error) {
+	return byFamily(list, func(e string) (string, bool, error) {
+		_, n, err := net.ParseCIDR(e)
+		if err != nil {
+			return "", false, err
+		}
+		return n.String(), n.IP.To4() != nil, nil
+	})
+}
+
+// AddrsByFamily is CIDRsByFamily of IP addresses: a node's --node-ip.
+func AddrsByFamily(list []string) (v4, v6 string, err error) {
+	return byFamily(list, func(e string) (string, bool, error) {
+		ip := net.ParseIP(e)
+		if ip == nil {
+			return "", false, fmt.Errorf("%q is not an IP address", e)
+		}
+		return ip.String(), ip.To4() != nil, nil
+	})
+}
+
+func byFamily(list []string, parse func(string) (s string, is4 bool, err error)) (v4, v6 string, err error) {
+	for _, e := range list {
+		if e = strings.TrimSpace(e); e == "" {
+			continue
+		}
+		s, is4, perr := parse(e)
+		switch {
+		case perr != nil:
+			if err == nil {
+				err = perr
+			}
+		case is4 && v4 == "":
+			v4 = s
+		case !is4 && v6 == "":
+			v6 = s
+		}
+	}
+	return v4, v6, err
+}
+
+// Ordered lists one entry of each family as a node's configuration holds
+// them, and flannel its lease: IPv4 first, a missing family left out.
+func Ordered(v4, v6 string) []string {
+	var l []string
+	for _, s := range []string{v4, v6} {
+		if s != "" {
+			l = append(l, s)
+		}
+	}
+	return l
+}
+
+// PodMTU is the pods' MTU on a node whose pod traffic leaves through the
+// interface holding address ip: the link's MTU less the backend's
+// overhead (flannel's own figure); 0 when no interface holds ip.
+func PodMTU(ip string, overhead int) int {
+	link := LinkMTU(ip)
+	if link == 0 {
+		return 0
+	}
+	return link - overhead
 }

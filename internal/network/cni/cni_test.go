@@ -2,8 +2,10 @@ package cni
 
 import (
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -57,5 +59,53 @@ func TestWriteOnlyWhatChanged(t *testing.T) {
 	}
 	if _, err := os.Stat(f + ".tmp"); !os.IsNotExist(err) {
 		t.Errorf("temporary file left: %v", err)
+	}
+}
+
+func TestByFamily(t *testing.T) {
+	for _, tc := range []struct {
+		list    []string
+		cidrs   bool
+		v4, v6  string
+		wantErr bool
+	}{
+		{[]string{"10.0.0.1"}, false, "10.0.0.1", "", false},
+		{[]string{"fd00::1", " 10.0.0.1 ", "10.0.0.2", "fd00::2"}, false, "10.0.0.1", "fd00::1", false},
+		{[]string{"", "fd00:0::1"}, false, "", "fd00::1", false},
+		{nil, false, "", "", false},
+		// What parses is kept; the first error is named.
+		{[]string{"nonsense", "10.0.0.1"}, false, "10.0.0.1", "", true},
+		{[]string{"10.0.0.0/24"}, false, "", "", true},
+		// CIDRs in canonical form, as flannel's lease writes them.
+		{[]string{"fd00:10:244:3::1/64", "10.244.3.7/24", "10.244.4.0/24"}, true, "10.244.3.0/24", "fd00:10:244:3::/64", false},
+		{[]string{"10.244.0.0"}, true, "", "", true},
+	} {
+		f := AddrsByFamily
+		if tc.cidrs {
+			f = CIDRsByFamily
+		}
+		v4, v6, err := f(tc.list)
+		if v4 != tc.v4 || v6 != tc.v6 || (err != nil) != tc.wantErr {
+			t.Errorf("(CIDRs %v) %q: %q, %q, %v; want %q, %q, error %v", tc.cidrs, tc.list, v4, v6, err, tc.v4, tc.v6, tc.wantErr)
+		}
+	}
+	if got := Ordered("", "fd00::/64"); !slices.Equal(got, []string{"fd00::/64"}) {
+		t.Errorf("Ordered: %v", got)
+	}
+	if got := Ordered("10.0.0.0/24", "fd00::/64"); !slices.Equal(got, []string{"10.0.0.0/24", "fd00::/64"}) {
+		t.Errorf("Ordered: %v", got)
+	}
+}
+
+func TestPodMTU(t *testing.T) {
+	lo, err := net.InterfaceByName("lo")
+	if err != nil {
+		t.Skipf("no loopback interface: %v", err)
+	}
+	if got := PodMTU("127.0.0.1", 50); got != lo.MTU-50 {
+		t.Errorf("PodMTU(127.0.0.1, 50) = %d, want %d", got, lo.MTU-50)
+	}
+	if got := PodMTU("192.0.2.1", 50); got != 0 {
+		t.Errorf("an address no interface holds: %d, want 0", got)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path"
-	"slices"
 	"strings"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	"k8s.io/kubernetes/cmd/kubeadm/app/phases/markcontrolplane"
-	netutils "k8s.io/utils/net"
 
 	"github.com/kubeboot/kubeboot/internal/base/poll"
 	"github.com/kubeboot/kubeboot/internal/certs/bootstrap"
@@ -66,12 +64,10 @@ func (d *Data) writeFirstCNIConfig() error {
 	if err != nil {
 		return err
 	}
-	addr := d.Cfg.Init.LocalAPIEndpoint.AdvertiseAddress
-	mtu := cni.LinkMTU(addr)
-	if mtu == 0 {
+	mtu := cni.PodMTU(d.Cfg.Init.LocalAPIEndpoint.AdvertiseAddress, d.Cfg.PodNetwork.Overhead(d.Cfg.Cluster.Networking.PodSubnet))
+	if mtu <= 0 {
 		return nil // flannel writes it, from the interface it finds
 	}
-	mtu -= d.Cfg.PodNetwork.Overhead(slices.ContainsFunc(subnets, netutils.IsIPv6CIDRString))
 	conf, err := node.CNIConfList(d.FS, subnets, mtu)
 	if err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"path"
 	"strconv"
-	"strings"
 
 	"github.com/kubeboot/kubeboot/internal/host/helpers"
 	"github.com/kubeboot/kubeboot/internal/host/node"
@@ -58,7 +57,7 @@ func (r Renderer) FlannelSpec() Spec {
 			"--node-ip=" + r.nodeIPs(),
 			"--pod-subnets=" + r.Cfg.Cluster.Networking.PodSubnet,
 			"--backend=" + r.Cfg.PodNetwork.FlannelType(),
-			"--mtu-overhead=" + strconv.Itoa(r.Cfg.PodNetwork.Overhead(strings.Contains(r.Cfg.Cluster.Networking.PodSubnet, ":"))),
+			"--mtu-overhead=" + strconv.Itoa(r.Cfg.PodNetwork.Overhead(r.Cfg.Cluster.Networking.PodSubnet)),
 			"--state-dir=" + r.FS.Path(FlannelStateDir),
 			"--cni-conf=" + r.FS.Path(node.CNIConfFile),
 			"--cni-network=" + node.CNINetwork(r.FS),
