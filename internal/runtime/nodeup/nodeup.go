@@ -19,6 +19,8 @@ import (
 	"strings"
 	"time"
 
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
+
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
 	"github.com/kubeboot/kubeboot/internal/base/poll"
 	"github.com/kubeboot/kubeboot/internal/base/version"
@@ -370,7 +372,7 @@ func (n *Node) waitImages(ctx context.Context, imgs []images.Image) error {
 	start := time.Now()
 	timeout := n.Timeout
 	if timeout <= 0 {
-		timeout = 4 * time.Minute // kubeadm's default for a component's health
+		timeout = kubeadmconstants.ControlPlaneComponentHealthCheckTimeout // as a component's health
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
