@@ -251,7 +251,7 @@ func run(n int, focus, skip string, parallel int, harness string, keep, useRegis
 	cmd.Env = append(os.Environ(), "E2E_PREFIX=nsenter -t "+strconv.Itoa(cp.HolderPID())+" -m -n --", "PARALLEL="+strconv.Itoa(parallel), "E2E_ARGS="+e2eArgs)
 	var tail lastLines
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(os.Stdout, &tail), os.Stderr
-	fmt.Printf("[conformance] %d node(s); focus %q, skip %q, %d in parallel\n", n, focus, skip, parallel)
+	fmt.Printf("[conformance] %d node(s); focus %q, skip %q, %d in parallel; e2e.test flags %q\n", n, focus, skip, parallel, strings.TrimSpace(e2eArgs))
 	err = cmd.Run()
 	if m := reportFile.FindStringSubmatch(tail.String()); m != nil {
 		if perr := printBySIG(m[1], os.Stdout); perr != nil {
