@@ -16,6 +16,8 @@ import (
 	"github.com/containerd/errdefs"
 	"github.com/containerd/platforms"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/kubeboot/kubeboot/internal/base/poll"
 )
 
 // Namespace is containerd's namespace for the images the kubelet uses.
@@ -227,18 +229,15 @@ func WaitPresent(ctx context.Context, socket string, imgs []Image) error {
 		return err
 	}
 	defer c.Close()
-	for {
+	err = poll.Until(ctx, 50*time.Millisecond, 0, nil, func(ctx context.Context) error {
 		left, err := missing(ctx, c, imgs)
-		if err == nil && len(left) == 0 {
-			return nil
+		if err == nil && len(left) > 0 {
+			err = fmt.Errorf("%v not in the runtime yet", Names(left))
 		}
-		select {
-		case <-ctx.Done():
-			if err == nil {
-				err = fmt.Errorf("%v not in the runtime yet", Names(left))
-			}
-			return fmt.Errorf("waiting for kubeboot's images: %w (%w)", ctx.Err(), err)
-		case <-time.After(50 * time.Millisecond):
-		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for kubeboot's images: %w (%w)", ctx.Err(), err)
 	}
+	return nil
 }
