@@ -177,19 +177,8 @@ func Phases() []phase {
 				d.Logf("[control-plane] Using component spec folder %q", d.FS.Path(node.SpecDir))
 				return hardening.Files(d.FS, d.Cfg, true, d.Logf)
 			},
-			Phases: []phase{
-				{Name: "apiserver", Short: "Start the Kubernetes API Server", Run: controlPlane(component.Renderer.APIServer)},
-				{Name: "controller-manager", Short: "Start the Kubernetes Controller Manager", Run: controlPlane(component.Renderer.ControllerManager)},
-				{Name: "scheduler", Short: "Start the Kubernetes Scheduler", Run: controlPlane(component.Renderer.Scheduler)},
-				{Name: "csr-approver", Short: "Start kubeboot's approver of the kubelets' serving certificates (with serverTLSBootstrap)",
-					RunIf: func(d *Data) bool { return d.Renderer().ServesTLSBootstrap() }, Run: controlPlane(component.Renderer.CSRApproverSpec)},
-				{Name: "cert-renewer", Short: "Start kubeboot's renewal of this node's certificates and kubeconfigs before they expire",
-					Run: controlPlane(component.Renderer.CertRenewerSpec)},
-				{Name: "etcd-snapshotter", Short: "Start kubeboot's scheduled etcd snapshots (--etcd-snapshot-interval)",
-					RunIf: func(d *Data) bool { return d.Renderer().SnapshotsRun() }, Run: controlPlane(component.Renderer.EtcdSnapshotterSpec)},
-				{Name: "manifest-applier", Short: "Start kubeboot's applier of the manifests directory (init --manifests copies into it)", Run: runManifestApplier},
-				{Name: "storage-scaler", Short: "Start kubeboot's scaler of the storage add-on's provisioner (it runs while claims or volumes of its class exist)", Run: controlPlane(component.Renderer.StorageScalerSpec)},
-			}},
+			Phases: controlPlanePhases(),
+		},
 		{Name: "kubelet-start", Short: "Write kubelet settings and (re)start the kubelet", Run: runKubeletStart},
 		{Name: "wait-control-plane", Short: "Wait for the control plane to start", Run: runWaitControlPlane},
 		{Name: "upload-config", Short: "Upload the kubeadm and kubelet configuration to a ConfigMap", Phases: []phase{
@@ -299,6 +288,27 @@ func kubeconfigPhase() phase {
 // and wait-control-plane checks etcd first.
 func runLocalEtcd(_ context.Context, d *Data) error {
 	return d.WriteSpec(d.Renderer().LocalEtcd(), "etcd")
+}
+
+// controlPlanePhases are the control-plane phase's children: a phase for
+// each component the table gives one, in the table's order, which writes
+// its spec when the configuration runs it.
+func controlPlanePhases() []phase {
+	var out []phase
+	for _, c := range component.Table {
+		if c.Phase == nil {
+			continue
+		}
+		p := phase{Name: c.Phase.Name, Short: c.Phase.Short, Run: controlPlane(c.Render)}
+		if runs := c.Runs; runs != nil {
+			p.RunIf = func(d *Data) bool { return runs(d.Renderer()) }
+		}
+		if c.Name == component.ManifestApplier {
+			p.Run = runManifestApplier
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func controlPlane(render func(component.Renderer) component.Spec) func(context.Context, *Data) error {

@@ -33,6 +33,19 @@ type Declared struct {
 	// by hand; nil for upstream's. They go with the daemon's binary: an
 	// upgrade does not replace them one by one.
 	Own *OwnKind
+	// Phase is the component's phase under init's control-plane phase
+	// (`kubeboot init phase control-plane NAME`), which writes its spec
+	// when Runs allows; nil for the components init starts elsewhere (etcd
+	// in its own phase, the node side in kubelet-start). A control plane
+	// that joins starts the same components (Specs).
+	Phase *Phase
+}
+
+// Phase names a control-plane component's phase of init: kubeadm's name
+// for upstream's components (apiserver, not kube-apiserver), the
+// component's own for kubeboot's.
+type Phase struct {
+	Name, Short string
 }
 
 // OwnKind is what an own component declares beside its name and role.
@@ -56,19 +69,27 @@ func own[T any, PT interface {
 // Table is every component, control plane first, in kubeadm's order.
 var Table = []Declared{
 	{Name: Etcd, Role: RoleControlPlane, Render: Renderer.LocalEtcd, Runs: Renderer.LocalEtcdRuns},
-	{Name: APIServer, Role: RoleControlPlane, Render: Renderer.APIServer},
-	{Name: ControllerManager, Role: RoleControlPlane, Render: Renderer.ControllerManager},
-	{Name: Scheduler, Role: RoleControlPlane, Render: Renderer.Scheduler},
+	{Name: APIServer, Role: RoleControlPlane, Render: Renderer.APIServer,
+		Phase: &Phase{"apiserver", "Start the Kubernetes API Server"}},
+	{Name: ControllerManager, Role: RoleControlPlane, Render: Renderer.ControllerManager,
+		Phase: &Phase{"controller-manager", "Start the Kubernetes Controller Manager"}},
+	{Name: Scheduler, Role: RoleControlPlane, Render: Renderer.Scheduler,
+		Phase: &Phase{"scheduler", "Start the Kubernetes Scheduler"}},
 	{Name: CSRApprover, Role: RoleControlPlane, Render: Renderer.CSRApproverSpec, Runs: Renderer.ServesTLSBootstrap,
-		Own: own[CSRApproverConfig]("csrApprover", "Approve the kubelets' serving certificates for known nodes")},
+		Own:   own[CSRApproverConfig]("csrApprover", "Approve the kubelets' serving certificates for known nodes"),
+		Phase: &Phase{CSRApprover, "Start kubeboot's approver of the kubelets' serving certificates (with serverTLSBootstrap)"}},
 	{Name: CertRenewer, Role: RoleControlPlane, Render: Renderer.CertRenewerSpec,
-		Own: own[CertRenewerConfig]("certRenewer", "Renew this control plane's certificates and kubeconfigs before they expire")},
+		Own:   own[CertRenewerConfig]("certRenewer", "Renew this control plane's certificates and kubeconfigs before they expire"),
+		Phase: &Phase{CertRenewer, "Start kubeboot's renewal of this node's certificates and kubeconfigs before they expire"}},
 	{Name: EtcdSnapshotter, Role: RoleControlPlane, Render: Renderer.EtcdSnapshotterSpec, Runs: Renderer.SnapshotsRun,
-		Own: own[EtcdSnapshotterConfig]("etcdSnapshotter", "Save etcd snapshots with the cluster's keys on a schedule, keeping the newest")},
+		Own:   own[EtcdSnapshotterConfig]("etcdSnapshotter", "Save etcd snapshots with the cluster's keys on a schedule, keeping the newest"),
+		Phase: &Phase{EtcdSnapshotter, "Start kubeboot's scheduled etcd snapshots (--etcd-snapshot-interval)"}},
 	{Name: ManifestApplier, Role: RoleControlPlane, Render: Renderer.ManifestApplierSpec,
-		Own: own[ManifestApplierConfig]("manifestApplier", "Apply the manifests directory of this control plane to the cluster")},
+		Own:   own[ManifestApplierConfig]("manifestApplier", "Apply the manifests directory of this control plane to the cluster"),
+		Phase: &Phase{ManifestApplier, "Start kubeboot's applier of the manifests directory (init --manifests copies into it)"}},
 	{Name: StorageScaler, Role: RoleControlPlane, Render: Renderer.StorageScalerSpec,
-		Own: own[StorageScalerConfig]("storageScaler", "Run the storage add-on's provisioner only while claims or volumes of its class exist")},
+		Own:   own[StorageScalerConfig]("storageScaler", "Run the storage add-on's provisioner only while claims or volumes of its class exist"),
+		Phase: &Phase{StorageScaler, "Start kubeboot's scaler of the storage add-on's provisioner (it runs while claims or volumes of its class exist)"}},
 	{Name: Containerd, Role: RoleNode, Runs: Renderer.ManagedContainerd},
 	{Name: ImageRegistry, Role: RoleNode, Render: Renderer.ImageRegistrySpec,
 		Own: own[ImageRegistryConfig]("imageRegistry", "Serve kubeboot's images from the binary to the node's containerd, and import those it lacks")},

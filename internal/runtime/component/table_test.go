@@ -73,6 +73,27 @@ func TestTable(t *testing.T) {
 	}
 }
 
+// TestPhases: every control-plane component but etcd (which has init's
+// etcd phase) has its phase under init's control-plane phase, a name of
+// its own, and a renderer for the phase to write; nothing else has one.
+func TestPhases(t *testing.T) {
+	seen := map[string]bool{}
+	for _, d := range Table {
+		wants := d.Role == RoleControlPlane && d.Name != Etcd
+		if (d.Phase != nil) != wants {
+			t.Errorf("%s (%s): phase %v; a phase is for the control plane's components but etcd", d.Name, d.Role, d.Phase)
+			continue
+		}
+		if d.Phase == nil {
+			continue
+		}
+		if d.Phase.Name == "" || d.Phase.Short == "" || seen[d.Phase.Name] || d.Render == nil {
+			t.Errorf("%s: phase %+v (a name used before: %v), renderer %v", d.Name, *d.Phase, seen[d.Phase.Name], d.Render != nil)
+		}
+		seen[d.Phase.Name] = true
+	}
+}
+
 // The components that read a kubeconfig with an embedded certificate only
 // at start name it in RestartOn; the API server and etcd, which reload
 // their certificates, name nothing.
