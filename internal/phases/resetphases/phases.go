@@ -227,7 +227,7 @@ func runCleanupNode(ctx context.Context, d *Data) error {
 // record names the kubelet, containerd, kube-proxy or the pod network's
 // engines, or their state directories are there.
 func hasNodeSide(fs fsys.FS, rec nodestate.Node) bool {
-	for _, name := range []string{component.Kubelet, component.Containerd, component.KubeProxy, component.Flannel, component.KubeRouter, component.RetiredNetAgent} {
+	for _, name := range append([]string{component.RetiredNetAgent}, component.NodeProcesses...) {
 		if rec.Runs(name) {
 			return true
 		}

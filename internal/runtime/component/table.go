@@ -119,6 +119,11 @@ func Lookup(name string) (Declared, bool) {
 	return Table[i], true
 }
 
+// NodeProcesses lists the node side's upstream processes (containerd, the
+// kubelet, kube-proxy, the pod network's engines), in the table's order:
+// what a node side runs beside the daemon's own components.
+var NodeProcesses = names(func(d Declared) bool { return d.Role == RoleNode && d.Own == nil })
+
 // ControlPlane lists the control-plane components, in the table's order.
 var ControlPlane = names(func(d Declared) bool { return d.Role == RoleControlPlane })
 

@@ -48,6 +48,9 @@ func TestTable(t *testing.T) {
 	if got, want := names(r.Specs(RoleControlPlane)), []string{APIServer, ControllerManager, Scheduler, CSRApprover, CertRenewer, ManifestApplier, StorageScaler}; !slices.Equal(got, want) {
 		t.Errorf("with external etcd and serverTLSBootstrap: %v, want %v", got, want)
 	}
+	if want := []string{Containerd, Kubelet, KubeProxy, Flannel, KubeRouter}; !slices.Equal(NodeProcesses, want) {
+		t.Errorf("the node side's processes %v, want %v", NodeProcesses, want)
+	}
 	if got, want := names(r.Specs(RoleNode)), []string{ImageRegistry, Kubelet, KubeProxy, CAAgent}; !slices.Equal(got, want) {
 		t.Errorf("node side %v, want %v", got, want)
 	}

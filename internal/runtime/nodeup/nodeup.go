@@ -191,7 +191,7 @@ func (n *Node) Checks() []preflight.Check {
 		// As kubeadm warns: the kubelet runs on v1 only with failCgroupV1: false.
 		return []string{"cgroups v1 support is in maintenance mode and deprecated upstream, please migrate to cgroups v2 (this node's kubelet runs with failCgroupV1: false)"}, nil
 	}})
-	for _, name := range []string{component.Kubelet, component.Containerd, component.KubeProxy, component.Flannel, component.KubeRouter} {
+	for _, name := range component.NodeProcesses {
 		checks = append(checks, preflight.FileAvailable(n.FS, component.SpecPath(name)))
 	}
 	sockets := []string{path.Join(node.KubeletDir, "pod-resources/kubelet.sock"), path.Join(node.KubeletDir, "device-plugins/kubelet.sock")}
