@@ -205,7 +205,12 @@ func runAddOns(ctx context.Context, d *Data) error {
 	return nil
 }
 
-func hasLocalEtcd(d *Data) bool { return fsys.Exists(d.FS, component.SpecPath(component.Etcd)) }
+// hasLocalEtcd reads the node's record; when it cannot, the snapshot
+// phase runs and says why it fails, before anything changes.
+func hasLocalEtcd(d *Data) bool {
+	rec, err := component.Store{FS: d.FS}.Node()
+	return err != nil || rec.Runs(component.Etcd)
+}
 
 func runApplyPreflight(ctx context.Context, d *Data) error {
 	t, err := d.Target(ctx)

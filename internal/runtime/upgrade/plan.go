@@ -50,7 +50,11 @@ func Prepare(ctx context.Context, fs fsys.FS, binary string) (*Target, error) {
 	if daemon.Running(fs) == 0 {
 		return nil, fmt.Errorf("the kubeboot daemon is not running for %s: this is not a running kubeboot node", fs.Path("/"))
 	}
-	t := &Target{Binary: bin, ControlPlane: fsys.Exists(fs, component.SpecPath(component.APIServer))}
+	rec, err := component.Store{FS: fs}.Node()
+	if err != nil {
+		return nil, fmt.Errorf("reading the node's record: %w", err)
+	}
+	t := &Target{Binary: bin, ControlPlane: rec.Runs(component.APIServer)}
 	if t.Version, err = BinaryVersion(ctx, bin); err != nil {
 		return nil, err
 	}
