@@ -28,12 +28,14 @@ VERSION_LDFLAGS = \
 	-X github.com/kubeboot/kubeboot/internal/base/version.Etcd=$(ETCD_VERSION) \
 	-X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION:v%=%) \
 	-X github.com/kubeboot/kubeboot/internal/base/version.Containerd=$(CONTAINERD_VERSION:v%=%) \
-	-X github.com/kubeboot/kubeboot/internal/base/version.GitCommit=$(COMMIT)
+	-X github.com/kubeboot/kubeboot/internal/base/version.GitCommit=$(COMMIT) \
+	-X github.com/kubeboot/kubeboot/internal/base/version.Kubeboot=$(KUBEBOOT_VERSION)
 
 # The same code reporting the next patch release: the end-to-end test of
 # `kubeboot upgrade` upgrades a cluster to it (one Kubernetes version is
 # pinned, so two builds that report different versions test the mechanism).
 NEXT_VERSION := $(shell echo $(KUBE_VERSION) | awk -F. '{print $$1"."$$2"."$$3+1}')
+KUBEBOOT_VERSION ?= dev
 
 .PHONY: build build-next bench-scale helpers test test-short examples clean
 # Static (CGO_ENABLED=0): the same binary runs on the host and as the only
@@ -44,6 +46,7 @@ build: helpers
 	CGO_ENABLED=0 go build -tags kubeboot_helpers -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(OUT)/kubeboot ./cmd/kubeboot
 
 build-next: KUBE_VERSION := $(NEXT_VERSION)
+build-next: KUBEBOOT_VERSION := $(KUBEBOOT_VERSION)-next
 build-next: helpers
 	CGO_ENABLED=0 go build -tags kubeboot_helpers -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(OUT)/kubeboot-next ./cmd/kubeboot
 

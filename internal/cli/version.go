@@ -12,11 +12,7 @@ import (
 
 // versionText is what `kubeboot version` and `kubeboot --version` print.
 func versionText() string {
-	s := "kubeboot: " + version.Kubeboot
-	if version.GitCommit != "" {
-		s += " (" + version.GitCommit + ")"
-	}
-	return s + fmt.Sprintf("\nKubernetes: %s\netcd: %s\nGo: %s %s/%s\n", version.Kubernetes, version.Etcd, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return "kubeboot: " + version.Get().Release() + fmt.Sprintf("\nKubernetes: %s\netcd: %s\nGo: %s %s/%s\n", version.Kubernetes, version.Etcd, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 // errVersionPrinted ends a command that was asked for --version.

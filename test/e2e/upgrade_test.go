@@ -13,6 +13,7 @@ import (
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
 	"github.com/kubeboot/kubeboot/internal/host/images"
 	"github.com/kubeboot/kubeboot/internal/host/nodestate"
+	"github.com/kubeboot/kubeboot/internal/runtime/upgrade"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
 
@@ -57,7 +58,20 @@ func TestUpgrade(t *testing.T) {
 		}
 		return n
 	}
-	if n := record(cp); n.Name != "cp" || n.Role != nodestate.ControlPlane || n.Etcd == nil || n.Etcd.PeerURL != "https://10.219.0.2:2380" || !n.Runs("kube-apiserver") || n.Version != "v1.37.2" {
+	// The kubeboot release of each build, as it says it.
+	release := func(bin string) string {
+		t.Helper()
+		_, info, err := upgrade.BinaryInfo(t.Context(), bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.Release()
+	}
+	this, nextRelease := release(binary), release(next)
+	if this == nextRelease {
+		t.Fatalf("the two builds are the same kubeboot release %q (make build-next sets its own)", this)
+	}
+	if n := record(cp); n.Name != "cp" || n.Role != nodestate.ControlPlane || n.Etcd == nil || n.Etcd.PeerURL != "https://10.219.0.2:2380" || !n.Runs("kube-apiserver") || n.Version != "v1.37.2" || n.Kubeboot != this {
 		t.Errorf("the control plane's record: %+v", n)
 	}
 	if st, want := kb(t, cp, "status"), "node cp (control-plane), Kubernetes v1.37.2, addresses 10.219.0.2; etcd member cp at https://10.219.0.2:2380"; !strings.Contains(st, want) {
@@ -152,10 +166,10 @@ func TestUpgrade(t *testing.T) {
 		t.Errorf("the pod made before the upgrade: %q, was %q", after, podBefore)
 	}
 	waitNodeReady(t, w, cp, "w", time.Now())
-	if n := record(cp); n.Version != "v1.37.3" {
-		t.Errorf("the control plane's record after its upgrade gives version %q", n.Version)
+	if n := record(cp); n.Version != "v1.37.3" || n.Kubeboot != nextRelease {
+		t.Errorf("the control plane's record after its upgrade gives version %q, kubeboot %q (want %q)", n.Version, n.Kubeboot, nextRelease)
 	}
-	wrec.Version = "v1.37.3"
+	wrec.Version, wrec.Kubeboot = "v1.37.3", nextRelease
 	if n := record(w); !reflect.DeepEqual(n, wrec) {
 		t.Errorf("the worker's record, written by its upgrade from its specs:\n%+v\nwant, as join wrote it:\n%+v", n, wrec)
 	}

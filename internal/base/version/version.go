@@ -34,6 +34,15 @@ type Info struct {
 	Platform   string `json:"platform"`
 }
 
+// Release is the kubeboot release i names, with its commit when known:
+// "v0.9.0 (1a2b3c4)", as `kubeboot version` prints it.
+func (i Info) Release() string {
+	if i.GitCommit == "" {
+		return i.Kubeboot
+	}
+	return i.Kubeboot + " (" + i.GitCommit + ")"
+}
+
 // Get returns this binary's Info.
 func Get() Info {
 	return Info{Kubeboot: Kubeboot, GitCommit: GitCommit, Kubernetes: Kubernetes, Etcd: Etcd, Containerd: Containerd,

@@ -49,6 +49,9 @@ type Node struct {
 	// kubeboot's binary carries); "" on a node recorded from its specs
 	// alone (see Legacy).
 	Version string `json:"version,omitempty"`
+	// Kubeboot is the kubeboot release whose binary runs its components,
+	// as `kubeboot version` names it; "" on a node recorded before it was.
+	Kubeboot string `json:"kubeboot,omitempty"`
 	// Legacy is set on a record read from a node made before records
 	// were: its facts come from its components' flags.
 	Legacy bool `json:"-"`

@@ -63,7 +63,7 @@ func (d *Data) Target(ctx context.Context) (*upgrade.Target, error) {
 		return nil, err
 	}
 	d.target = t
-	d.State.From, d.State.To = "v"+t.APIServer.String(), "v"+t.Version.String()
+	d.State.From, d.State.To, d.State.Kubeboot = "v"+t.APIServer.String(), "v"+t.Version.String(), t.Kubeboot
 	return t, nil
 }
 

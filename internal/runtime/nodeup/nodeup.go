@@ -138,7 +138,7 @@ func (n *Node) record(name string) error {
 			rec.PodSubnets = strings.Split(c.Cluster.Networking.PodSubnet, ",")
 		}
 	}
-	rec.Version = version.Kubernetes
+	rec.Version, rec.Kubeboot = version.Kubernetes, version.Get().Release()
 	if name == component.Etcd {
 		rec.Etcd = r.EtcdMember()
 	}

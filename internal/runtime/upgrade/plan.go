@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	kbversion "github.com/kubeboot/kubeboot/internal/base/version"
 	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
 	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
@@ -31,6 +32,8 @@ type Target struct {
 	Specs []component.Spec
 	// APIServer is the version the cluster's API server runs.
 	APIServer *version.Version
+	// Kubeboot is the new binary's kubeboot release.
+	Kubeboot string
 	// ControlPlane is set when this node runs an API server.
 	ControlPlane bool
 
@@ -55,9 +58,11 @@ func Prepare(ctx context.Context, fs fsys.FS, binary string) (*Target, error) {
 		return nil, fmt.Errorf("reading the node's record: %w", err)
 	}
 	t := &Target{Binary: bin, ControlPlane: rec.Runs(component.APIServer)}
-	if t.Version, err = BinaryVersion(ctx, bin); err != nil {
+	var self kbversion.Info
+	if t.Version, self, err = BinaryInfo(ctx, bin); err != nil {
 		return nil, err
 	}
+	t.Kubeboot = self.Release()
 	if t.Specs, err = Components(fs, component.IsInDaemon); err != nil {
 		return nil, err
 	}

@@ -54,6 +54,10 @@ type State struct {
 	// NodeVersion is the version the node's record gave before (package
 	// nodestate), which a rollback puts back.
 	NodeVersion string `json:"nodeVersion,omitempty"`
+	// Kubeboot is the new binary's kubeboot release, NodeKubeboot the one
+	// the node's record gave before.
+	Kubeboot     string `json:"kubeboot,omitempty"`
+	NodeKubeboot string `json:"nodeKubeboot,omitempty"`
 }
 
 // Replaced is one component an upgrade replaced.
@@ -65,21 +69,28 @@ type Replaced struct {
 // BinaryVersion runs a kubeboot binary and returns the Kubernetes
 // version it carries (from `version -o json`).
 func BinaryVersion(ctx context.Context, bin string) (*version.Version, error) {
+	v, _, err := BinaryInfo(ctx, bin)
+	return v, err
+}
+
+// BinaryInfo is BinaryVersion with the whole of what the binary says of
+// itself (its kubeboot release too).
+func BinaryInfo(ctx context.Context, bin string) (*version.Version, kbversion.Info, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	var info kbversion.Info
 	out, err := exec.CommandContext(ctx, bin, "version", "-o", "json").Output()
 	if err != nil {
-		return nil, fmt.Errorf("%s is not a kubeboot binary that runs here, or one too old to upgrade to (`%s version -o json`: %v)", bin, bin, err)
+		return nil, info, fmt.Errorf("%s is not a kubeboot binary that runs here, or one too old to upgrade to (`%s version -o json`: %v)", bin, bin, err)
 	}
-	var info kbversion.Info
 	if err := json.Unmarshal(out, &info); err != nil {
-		return nil, fmt.Errorf("%s version -o json: %w", bin, err)
+		return nil, info, fmt.Errorf("%s version -o json: %w", bin, err)
 	}
 	v, err := version.ParseSemantic(info.Kubernetes)
 	if err != nil {
-		return nil, fmt.Errorf("%s carries Kubernetes %q: %w", bin, info.Kubernetes, err)
+		return nil, info, fmt.Errorf("%s carries Kubernetes %q: %w", bin, info.Kubernetes, err)
 	}
-	return v, nil
+	return v, info, nil
 }
 
 // Install copies bin under the root as BinDir/kubeboot-<version>-<digest>
@@ -180,7 +191,7 @@ func Replace(ctx context.Context, fs fsys.FS, specs []component.Spec, binary str
 		return err
 	}
 	if len(st.Previous) == 0 {
-		st.NodeVersion = rec.Version
+		st.NodeVersion, st.NodeKubeboot = rec.Version, rec.Kubeboot
 	}
 	for _, s := range specs {
 		if s.Exec == binary {
@@ -203,7 +214,7 @@ func Replace(ctx context.Context, fs fsys.FS, specs []component.Spec, binary str
 	}
 	// A node made before records were gets its record here, from its
 	// specs (component.Store.Node).
-	rec.Version = st.To
+	rec.Version, rec.Kubeboot = st.To, st.Kubeboot
 	return nodestate.Write(fs, rec)
 }
 
@@ -242,7 +253,7 @@ func Rollback(ctx context.Context, fs fsys.FS, timeout time.Duration, logf func(
 		logf("[upgrade] %s runs from %s again, ready in %s", r.Name, from, time.Since(start).Round(time.Millisecond))
 	}
 	if rec, err := (component.Store{FS: fs}).Node(); err == nil && !rec.Legacy {
-		rec.Version = st.NodeVersion
+		rec.Version, rec.Kubeboot = st.NodeVersion, st.NodeKubeboot
 		if err := nodestate.Write(fs, rec); err != nil {
 			return nil, err
 		}
