@@ -37,6 +37,62 @@ var groups = map[string]int{
 	"internal/apply":    7, // a cluster file made real over SSH
 }
 
+// levels are the packages of a group (its directories), from the bottom:
+// a package imports packages of its group at a lower level only, and two
+// of one level know nothing of each other. A group of one package, or
+// whose packages import none of each other, needs no entry.
+var levels = map[string][][]string{
+	"api": {{"wire"}, {"cluster"}}, // the Go API: its types over the wire's
+	"pkg": {{"config"}, {"clusterfile"}},
+	"internal/certs": {
+		{"pki"},
+		{"kubeconfig"},
+		{"bootstrap", "renewal", "csrapprover"},
+		{"carotation"}, // re-issues what renewal issues, hands out what bootstrap stores
+	},
+	"internal/host": {
+		{"host", "helpers", "images", "nodestate", "preflight", "remote"},
+		{"cpugroup", "cleanup"},
+		{"node"}, // the layout: the runtime's, kubelet's and DNS files of a node on this host
+		{"hardening"},
+	},
+	"internal/kube": {
+		{"apiclient", "discovery", "manifests"},
+		{"addons"},
+	},
+	"internal/phases": {
+		{"workflow"},
+		{"initphases", "joinphases", "resetphases", "upgradephases"},
+	},
+	"internal/programs": {
+		{"settle", "pause", "kubectli18n", "testserver"},
+		{"embedded"},
+	},
+	"internal/runtime": {
+		{"component"},  // what a component is: its spec, its renderer, the table
+		{"supervisor"}, // runs specs as processes
+		{"daemon", "devmode", "explain"},
+		{"service", "nodeup", "upgrade"}, // the daemon's own components; the bring-up; upgrade
+	},
+}
+
+// level is pkg's level in its group's levels (its directory's), and
+// whether the group declares levels; -1 for a package the group's levels
+// do not list.
+func level(g, pkg string) (int, bool) {
+	lv, ok := levels[g]
+	if !ok {
+		return 0, false
+	}
+	dir, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(pkg, module), g+"/"), "/")
+	for i, l := range lv {
+		if slices.Contains(l, dir) {
+			return i, true
+		}
+	}
+	return -1, true
+}
+
 // Ranks above the groups.
 const (
 	public  = 1  // pkg/...: the configuration's types
@@ -123,14 +179,38 @@ func TestImportsPointDown(t *testing.T) {
 			if !strings.HasPrefix(to, module) {
 				continue
 			}
-			if toGroup, toRank := group(to); toGroup != fromGroup && toRank >= fromRank {
+			toGroup, toRank := group(to)
+			if toGroup != fromGroup && toRank >= fromRank {
 				t.Errorf("%s (%s, rank %d) imports %s (%s, rank %d): a group imports only groups below it", strings.TrimPrefix(from, module), fromGroup, fromRank, strings.TrimPrefix(to, module), toGroup, toRank)
+			}
+			if toGroup != fromGroup {
+				continue
+			}
+			fromLevel, declared := level(fromGroup, from)
+			toLevel, _ := level(fromGroup, to)
+			switch {
+			case !declared:
+				t.Errorf("%s imports %s of its own group %s, which declares no levels: add the group's packages to levels, from the bottom", strings.TrimPrefix(from, module), strings.TrimPrefix(to, module), fromGroup)
+			case fromLevel < 0 || toLevel < 0:
+				t.Errorf("%s imports %s: add each package of %s to its level in levels", strings.TrimPrefix(from, module), strings.TrimPrefix(to, module), fromGroup)
+			case toLevel >= fromLevel && !sameDir(fromGroup, from, to):
+				t.Errorf("%s (level %d of %s) imports %s (level %d): a package imports only the lower levels of its group", strings.TrimPrefix(from, module), fromLevel, fromGroup, strings.TrimPrefix(to, module), toLevel)
 			}
 		}
 	}
 	if n < 20 {
 		t.Fatalf("go list listed %d packages: not the module's", n)
 	}
+}
+
+// sameDir reports whether a and b sit in one directory of group g (a
+// package and its test helpers' package below it).
+func sameDir(g, a, b string) bool {
+	dir := func(p string) string {
+		d, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(p, module), g+"/"), "/")
+		return d
+	}
+	return dir(a) == dir(b)
 }
 
 // readSources reads the module's Go files and go.mod, which go list reads
