@@ -50,6 +50,10 @@ var levels = map[string][][]string{
 		{"bootstrap", "renewal", "csrapprover"},
 		{"carotation"}, // re-issues what renewal issues, hands out what bootstrap stores
 	},
+	"internal/etcd": {
+		{"etcdclient"}, // a control plane's client: certificates, members
+		{"etcdbackup"},
+	},
 	"internal/host": {
 		{"host", "helpers", "images", "nodestate", "preflight", "remote"},
 		{"cpugroup", "cleanup"},

@@ -22,7 +22,6 @@ import (
 	"strings"
 	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/snapshot"
 	etcdutl "go.etcd.io/etcd/etcdutl/v3/snapshot"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
 	"github.com/kubeboot/kubeboot/internal/certs/bootstrap"
+	"github.com/kubeboot/kubeboot/internal/etcd/etcdclient"
 	"github.com/kubeboot/kubeboot/pkg/config"
 )
 
@@ -57,13 +57,7 @@ type Manifest struct {
 // Client is a client of this node's etcd member, with the API server's
 // etcd client certificate (node paths under fs).
 func Client(fs fsys.FS, certificatesDir string) (*clientv3.Config, error) {
-	dir := fs.Path(certificatesDir)
-	tlsInfo := transport.TLSInfo{CertFile: filepath.Join(dir, "apiserver-etcd-client.crt"), KeyFile: filepath.Join(dir, "apiserver-etcd-client.key"), TrustedCAFile: filepath.Join(dir, "etcd/ca.crt")}
-	tlsConfig, err := tlsInfo.ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("this node has no etcd client certificate (%w): run this on a control-plane node with a local etcd member", err)
-	}
-	return &clientv3.Config{Endpoints: []string{"https://127.0.0.1:2379"}, DialTimeout: 5 * time.Second, TLS: tlsConfig, Logger: zap.NewNop()}, nil
+	return etcdclient.Config(fs.Path(certificatesDir), 5*time.Second, etcdclient.Local)
 }
 
 // Save writes the bundle to file (mode 0600, through a temporary file in

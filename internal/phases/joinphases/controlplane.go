@@ -10,9 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -24,6 +22,7 @@ import (
 	"github.com/kubeboot/kubeboot/internal/certs/bootstrap"
 	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
 	"github.com/kubeboot/kubeboot/internal/certs/pki"
+	"github.com/kubeboot/kubeboot/internal/etcd/etcdclient"
 	"github.com/kubeboot/kubeboot/internal/host/hardening"
 	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/host/preflight"
@@ -197,8 +196,7 @@ func (d *Data) etcdClient(ctx context.Context) (*etcdutil.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("finding the cluster's etcd members: %w", err)
 	}
-	dir := d.FS.Path(d.Cfg.Cluster.CertificatesDir)
-	return etcdutil.New(endpoints, path.Join(dir, "etcd/ca.crt"), path.Join(dir, "apiserver-etcd-client.crt"), path.Join(dir, "apiserver-etcd-client.key"))
+	return etcdclient.Members(d.FS.Path(d.Cfg.Cluster.CertificatesDir), endpoints...)
 }
 
 func runEtcdJoin(ctx context.Context, d *Data) error {
@@ -304,20 +302,22 @@ func runWaitControlPlane(ctx context.Context, d *Data) error {
 // again and serves at once.
 func (d *Data) waitEtcdServing(ctx context.Context, cluster []string, peer string) error {
 	dir := d.FS.Path(d.Cfg.Cluster.CertificatesDir)
-	tlsInfo := transport.TLSInfo{CertFile: path.Join(dir, "apiserver-etcd-client.crt"), KeyFile: path.Join(dir, "apiserver-etcd-client.key"), TrustedCAFile: path.Join(dir, "etcd/ca.crt")}
-	tlsConfig, err := tlsInfo.ClientConfig()
+	// The member's own client address, as its spec's probe dials it.
+	endpoint := "https://" + d.Renderer().LocalEtcd().Probe.TCP
+	own, err := etcdclient.Config(dir, time.Second, endpoint)
 	if err != nil {
 		return err
 	}
-	quiet := zap.NewNop()
-	// The member's own client address, as its spec's probe dials it.
-	endpoint := "https://" + d.Renderer().LocalEtcd().Probe.TCP
-	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, TLS: tlsConfig, DialTimeout: time.Second, Logger: quiet})
+	c, err := clientv3.New(*own)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	others, err := clientv3.New(clientv3.Config{Endpoints: cluster, TLS: tlsConfig, DialTimeout: time.Second, Logger: quiet})
+	all, err := etcdclient.Config(dir, time.Second, cluster...)
+	if err != nil {
+		return err
+	}
+	others, err := clientv3.New(*all)
 	if err != nil {
 		return err
 	}

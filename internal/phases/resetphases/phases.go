@@ -9,12 +9,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -25,10 +22,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	etcdutil "k8s.io/kubernetes/cmd/kubeadm/app/util/etcd"
-
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
 	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
+	"github.com/kubeboot/kubeboot/internal/etcd/etcdclient"
 	"github.com/kubeboot/kubeboot/internal/host/cleanup"
 	"github.com/kubeboot/kubeboot/internal/host/cpugroup"
 	"github.com/kubeboot/kubeboot/internal/host/host"
@@ -409,11 +405,11 @@ func runRemoveEtcdMember(ctx context.Context, d *Data) error {
 		peer = rec.Etcd.PeerURL
 	}
 	certs := d.FS.Path(rec.CertificatesDir)
-	ec, err := etcdutil.New([]string{"https://127.0.0.1:2379"}, path.Join(certs, "etcd/ca.crt"), path.Join(certs, "apiserver-etcd-client.crt"), path.Join(certs, "apiserver-etcd-client.key"))
+	ec, err := etcdclient.Members(certs, etcdclient.Local)
 	if err != nil {
 		return err
 	}
-	members, err := listMembers(ctx, ec)
+	members, err := etcdclient.List(ctx, ec)
 	if err != nil {
 		if d.Force {
 			d.logf("[reset] WARNING: cannot list the etcd members (%v): with --force, this node's member goes without being removed from the cluster; remove it from another control plane (etcdctl member remove)", err)
@@ -455,7 +451,7 @@ func runRemoveEtcdMember(ctx context.Context, d *Data) error {
 	// Through the other members: the local one stops as soon as it is
 	// removed, and the removal's answer and the check that follows it
 	// would wait on it (they did, until their deadline).
-	others, err := etcdutil.New(otherClientURLs(members, peer), path.Join(certs, "etcd/ca.crt"), path.Join(certs, "apiserver-etcd-client.crt"), path.Join(certs, "apiserver-etcd-client.key"))
+	others, err := etcdclient.Members(certs, etcdclient.OthersClientURLs(members, peer)...)
 	if err != nil {
 		return err
 	}
@@ -470,42 +466,4 @@ func runRemoveEtcdMember(ctx context.Context, d *Data) error {
 	}
 	d.logf("[reset] etcd keeps %d members: %s", len(left), strings.Join(names, ", "))
 	return nil
-}
-
-// otherClientURLs are the client URLs of the members other than the one
-// with peer URL peer: each member serves clients on its peer address, at
-// the etcd client port.
-func otherClientURLs(members []etcdutil.Member, peer string) []string {
-	var out []string
-	for _, m := range members {
-		if m.PeerURL == peer {
-			continue
-		}
-		u, err := url.Parse(m.PeerURL)
-		if err != nil || u.Hostname() == "" {
-			continue
-		}
-		out = append(out, "https://"+net.JoinHostPort(u.Hostname(), strconv.Itoa(component.EtcdClientPort)))
-	}
-	return out
-}
-
-func listMembers(ctx context.Context, ec *etcdutil.Client) ([]etcdutil.Member, error) {
-	type result struct {
-		m   []etcdutil.Member
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		m, err := ec.ListMembers()
-		ch <- result{m, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.m, r.err
-	case <-time.After(20 * time.Second):
-		return nil, fmt.Errorf("no answer within 20s")
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,8 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-
-	etcdutil "k8s.io/kubernetes/cmd/kubeadm/app/util/etcd"
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
 	"github.com/kubeboot/kubeboot/internal/runtime/component"
@@ -53,14 +50,6 @@ func TestResetWarnsOfTheSnapshotsItRemoves(t *testing.T) {
 	runPreflight(context.Background(), d)
 	if strings.Contains(out.String(), "snapshots") {
 		t.Errorf("snapshots outside the node's state were counted:\n%s", out.String())
-	}
-}
-
-func TestOtherClientURLs(t *testing.T) {
-	members := []etcdutil.Member{{Name: "cp1", PeerURL: "https://10.0.0.2:2380"}, {Name: "cp2", PeerURL: "https://10.0.0.3:2380"}, {Name: "cp3", PeerURL: "https://[fd00::4]:2380"}}
-	got := otherClientURLs(members, "https://10.0.0.3:2380")
-	if want := []string{"https://10.0.0.2:2379", "https://[fd00::4]:2379"}; !slices.Equal(got, want) {
-		t.Errorf("got %v, want %v", got, want)
 	}
 }
 
