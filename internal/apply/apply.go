@@ -35,6 +35,7 @@ import (
 	"k8s.io/kubernetes/cmd/kubeadm/app/util/pubkeypin"
 
 	"github.com/kubeboot/kubeboot/internal/certs/bootstrap"
+	"github.com/kubeboot/kubeboot/internal/certs/kubeconfig"
 	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/host/remote"
 	"github.com/kubeboot/kubeboot/pkg/clusterfile"
@@ -325,8 +326,7 @@ func (a *applyRun) connect(ctx context.Context) error {
 			return err
 		}
 		h.conn = conn
-		kdir := path.Join(h.Root, "etc/kubernetes")
-		kubelet, own, admin := path.Join(kdir, "kubelet.conf"), path.Join(kdir, "kubeboot"), path.Join(kdir, "admin.conf")
+		kubelet, own, admin := h.path(path.Join(node.KubernetesDir, kubeconfig.Kubelet)), h.path(node.ConfigDir), h.path(node.AdminKubeconfig)
 		facts, err := conn.Probe(ctx, kubelet, own, admin)
 		if err != nil {
 			return err
@@ -513,8 +513,8 @@ func (a *applyRun) plan() (*applyPlan, error) {
 					what += " (its Node deleted after the reset)"
 				}
 			} else {
-				step.Reset = "a node's state that is not the cluster's (" + path.Join(h.Root, "etc/kubernetes") + "), left by a failed run"
-				what = "reset what a failed run left (" + path.Join(h.Root, "etc/kubernetes") + "), then " + what
+				step.Reset = "a node's state that is not the cluster's (" + h.path(node.KubernetesDir) + "), left by a failed run"
+				what = "reset what a failed run left (" + h.path(node.KubernetesDir) + "), then " + what
 			}
 		}
 		a.logf(h.Name(), "plan: %s", what)
@@ -1117,7 +1117,7 @@ func ResetHosts(ctx context.Context, o ResetHostsOptions) error {
 // refuses to remove a member from an unhealthy cluster or one of two
 // members), its prompt answered here.
 func (a *applyRun) resetHost(ctx context.Context, h *applyHost, force bool) error {
-	nodeDir := path.Join(h.Root, "etc/kubernetes/kubeboot")
+	nodeDir := h.path(node.ConfigDir)
 	facts, err := h.conn.Probe(ctx, h.binary, nodeDir)
 	if err != nil {
 		return err

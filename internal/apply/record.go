@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kubeboot/kubeboot/internal/base/version"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/host/remote"
 )
 
@@ -24,7 +25,7 @@ import (
 // record at all was made by hand, or by an apply older than the record:
 // apply goes on as before with it (a member of the cluster is left
 // alone), never resets a working node for want of a record.
-const applyRecordPath = "var/lib/kubeboot/apply.json"
+const applyRecordPath = node.StateDir + "/apply.json"
 
 // hostRecord is the content of applyRecordPath.
 type hostRecord struct {
@@ -43,7 +44,10 @@ type hostRecord struct {
 func (r *hostRecord) unfinished() bool { return r != nil && r.Completed == nil }
 
 // recordFile is h's record, a host path.
-func (h *applyHost) recordFile() string { return path.Join(h.Root, applyRecordPath) }
+func (h *applyHost) recordFile() string { return h.path(applyRecordPath) }
+
+// path is the host path of a node path on h, under its root.
+func (h *applyHost) path(nodePath string) string { return path.Join(h.Root, nodePath) }
 
 // readRecord reads h's record; nil when it has none.
 func (h *applyHost) readRecord(ctx context.Context) (*hostRecord, error) {

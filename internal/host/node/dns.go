@@ -25,7 +25,7 @@ var (
 // PodResolvConf is the node path of the resolv.conf kubeboot writes for
 // pods with dnsPolicy Default when the host's names loopback servers: the
 // host's, without them.
-const PodResolvConf = "/etc/kubernetes/kubeboot/resolv.conf"
+const PodResolvConf = ConfigDir + "/resolv.conf"
 
 // ResolvConf is a parsed resolv.conf.
 type ResolvConf struct {

@@ -8,8 +8,14 @@ import (
 // Node paths of what kubeboot's node side writes. All sit under the root
 // prefix; reset removes them.
 const (
-	ContainerdConfig = "/etc/kubernetes/kubeboot/containerd.toml"
-	ContainerdRoot   = "/var/lib/kubeboot/containerd"
+	// StateDir holds kubeboot's state of the node (its record, the
+	// runtime's, the helpers, upgrade's and the manifests' state),
+	// ConfigDir its configuration beside kubeadm's files.
+	StateDir  = "/var/lib/kubeboot"
+	ConfigDir = KubernetesDir + "/kubeboot"
+
+	ContainerdConfig = ConfigDir + "/containerd.toml"
+	ContainerdRoot   = StateDir + "/containerd"
 	ContainerdState  = "/run/kubeboot/containerd"
 	ContainerdSocket = ContainerdState + "/containerd.sock"
 	// RuncRoot is runc's state (one directory per container); runc's own
@@ -24,7 +30,7 @@ const (
 	// kubeboot carries (see package helpers), HelpersDir the link to the
 	// running binary's (the runc shim, pause, the CNI plugins, the
 	// images' files).
-	HelpersRoot = "/var/lib/kubeboot/helpers"
+	HelpersRoot = StateDir + "/helpers"
 	HelpersDir  = HelpersRoot + "/current"
 	ShimPath    = HelpersDir + "/containerd-shim-runc-v2"
 	CNIBinDir   = HelpersDir
@@ -32,7 +38,7 @@ const (
 	// bin, a link to HelpersDir, first in its PATH, where it finds the
 	// shim of the containers it finds running when it starts again
 	// (runtime_path serves only the containers it creates).
-	ContainerdOpt    = "/var/lib/kubeboot/containerd-opt"
+	ContainerdOpt    = StateDir + "/containerd-opt"
 	ContainerdOptBin = ContainerdOpt + "/bin"
 	// OperatorCNIBinDir is where a CNI of the operator's installs its
 	// plugins (init --flannel-backend none); not kubeboot's to remove.
@@ -57,7 +63,7 @@ const (
 	// admin.conf); SpecDir the node's component specs.
 	KubernetesDir   = "/etc/kubernetes"
 	AdminKubeconfig = KubernetesDir + "/admin.conf"
-	SpecDir         = KubernetesDir + "/kubeboot/components"
+	SpecDir         = ConfigDir + "/components"
 	// RunDir and LogDir are the node daemon's; LinkDir holds the links
 	// named after the components that the daemon starts them through.
 	RunDir           = "/run/kubeboot"
@@ -65,7 +71,7 @@ const (
 	DaemonStatusFile = RunDir + "/status.json"
 	LogDir           = "/var/log/kubeboot"
 	DaemonLogFile    = LogDir + "/daemon.log"
-	LinkDir          = "/var/lib/kubeboot/bin"
+	LinkDir          = StateDir + "/bin"
 	// The files the hardened settings (--hardened) name.
 	AuditPolicyFile = KubernetesDir + "/audit-policy.yaml"
 	AuditLogDir     = "/var/log/kubernetes/audit"
@@ -73,12 +79,12 @@ const (
 	// StorageRoot is the base path of the storage add-on's volumes: a
 	// node's are in StorageDir(its name), a host path (see
 	// EnsureStorageDir).
-	StorageRoot = "/var/lib/kubeboot/storage"
+	StorageRoot = StateDir + "/storage"
 	// BridgeName is the CNI bridge every pod of the node attaches to.
 	BridgeName = "cni0"
 	// CARotationDir holds the node's record of the CA rotation steps it
 	// applied (package carotation).
-	CARotationDir = "/var/lib/kubeboot/ca-rotation"
+	CARotationDir = StateDir + "/ca-rotation"
 	// CARotationApplied is the ID of the last step this node applied. The
 	// kubelet's spec lists it in RestartOn: the kubelet reads its
 	// kubeconfig's CA and its client certificate only at start.
@@ -93,7 +99,7 @@ const (
 	ImageRegistryPort = 6445
 	// APIServerLBState keeps the servers the balancer knows across its
 	// restarts.
-	APIServerLBState = "/var/lib/kubeboot/apiserver-lb.json"
+	APIServerLBState = StateDir + "/apiserver-lb.json"
 )
 
 // ManagedCRISocket is the CRI socket of the containerd kubeboot runs, as

@@ -17,7 +17,7 @@ import (
 // which containerd reads at every pull. kubeboot writes those of
 // --registry-mirror; an operator may add their own (a private CA, client
 // certificates, headers), as containerd documents them.
-const RegistryHostsDir = "/etc/kubernetes/kubeboot/containerd/certs.d"
+const RegistryHostsDir = ConfigDir + "/containerd/certs.d"
 
 // Mirror is a registry (a host name with an optional port, or "_default"
 // for every registry) and the mirrors pulls of its images try first, in

@@ -110,7 +110,7 @@ func runPreflight(_ context.Context, d *Data) error {
 
 // nodeStatePaths are the node paths kubeboot creates, besides the etcd
 // data dir (read from the etcd spec) and the certificates dir.
-var nodeStatePaths = []string{"/etc/kubernetes", "/var/lib/kubeboot", node.LogDir, node.RunDir, node.AuditLogDir,
+var nodeStatePaths = []string{node.KubernetesDir, node.StateDir, node.LogDir, node.RunDir, node.AuditLogDir,
 	node.KubeletDir, node.KubeProxyDir, node.CNIConfDir, node.CNIDataDir, node.PodLogsDir}
 
 // emptyParents are the parents of nodeStatePaths that init makes, deepest
