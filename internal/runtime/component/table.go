@@ -39,6 +39,10 @@ type Declared struct {
 	// in its own phase, the node side in kubelet-start). A control plane
 	// that joins starts the same components (Specs).
 	Phase *Phase
+	// Engine marks a pod network engine: one of kubeboot's own main
+	// packages (cmd/NAME, built as a helper), which StartNetwork hands to
+	// the daemon on every node whose configuration runs it.
+	Engine bool
 }
 
 // Phase names a control-plane component's phase of init: kubeadm's name
@@ -95,8 +99,8 @@ var Table = []Declared{
 		Own: own[ImageRegistryConfig]("imageRegistry", "Serve kubeboot's images from the binary to the node's containerd, and import those it lacks")},
 	{Name: Kubelet, Role: RoleNode, Render: Renderer.KubeletSpec},
 	{Name: KubeProxy, Role: RoleNode, Render: Renderer.KubeProxySpec},
-	{Name: Flannel, Role: RoleNode, Render: Renderer.FlannelSpec, Runs: Renderer.RunsFlannel},
-	{Name: KubeRouter, Role: RoleNode, Render: Renderer.KubeRouterSpec, Runs: Renderer.RunsNetworkPolicy},
+	{Name: Flannel, Role: RoleNode, Render: Renderer.FlannelSpec, Runs: Renderer.RunsFlannel, Engine: true},
+	{Name: KubeRouter, Role: RoleNode, Render: Renderer.KubeRouterSpec, Runs: Renderer.RunsNetworkPolicy, Engine: true},
 	{Name: CAAgent, Role: RoleNode, Render: Renderer.CAAgentSpec,
 		Own: own[CAAgentConfig]("caAgent", "Follow rotations of the cluster CA on this node")},
 	{Name: APIServerLB, Role: RoleNode,
@@ -123,6 +127,25 @@ func Lookup(name string) (Declared, bool) {
 // kubelet, kube-proxy, the pod network's engines), in the table's order:
 // what a node side runs beside the daemon's own components.
 var NodeProcesses = names(func(d Declared) bool { return d.Role == RoleNode && d.Own == nil })
+
+// Engines lists the pod network's engines (Declared.Engine), in the
+// table's order.
+var Engines = names(func(d Declared) bool { return d.Engine })
+
+// IsEngine reports whether name is a pod network engine.
+func IsEngine(name string) bool { return slices.Contains(Engines, name) }
+
+// EngineSpecs renders the pod network engines this configuration runs,
+// in the table's order.
+func (r Renderer) EngineSpecs() []Spec {
+	var out []Spec
+	for _, d := range Table {
+		if d.Engine && (d.Runs == nil || d.Runs(r)) {
+			out = append(out, d.Render(r))
+		}
+	}
+	return out
+}
 
 // ControlPlane lists the control-plane components, in the table's order.
 var ControlPlane = names(func(d Declared) bool { return d.Role == RoleControlPlane })

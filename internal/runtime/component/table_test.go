@@ -59,7 +59,13 @@ func TestTable(t *testing.T) {
 	if got, want := names(r.Specs(RoleNode)), []string{ImageRegistry, Kubelet, KubeProxy, Flannel, KubeRouter, CAAgent}; !slices.Equal(got, want) {
 		t.Errorf("node side with the default pod network %v, want %v", got, want)
 	}
+	if got, want := names(r.EngineSpecs()), []string{Flannel, KubeRouter}; !slices.Equal(got, want) {
+		t.Errorf("the default pod network's engines %v, want %v", got, want)
+	}
 	cfg.PodNetwork = config.PodNetwork{Backend: config.BackendNone, NetworkPolicy: true}
+	if got, want := names(r.EngineSpecs()), []string{KubeRouter}; !slices.Equal(got, want) {
+		t.Errorf("--flannel-backend none: engines %v, want %v", got, want)
+	}
 	if got, want := names(r.Specs(RoleNode)), []string{ImageRegistry, Kubelet, KubeProxy, KubeRouter, CAAgent}; !slices.Equal(got, want) {
 		t.Errorf("node side with --flannel-backend none %v, want %v", got, want)
 	}
@@ -82,6 +88,9 @@ func TestTable(t *testing.T) {
 func TestPhases(t *testing.T) {
 	seen := map[string]bool{}
 	for _, d := range Table {
+		if d.Engine && (d.Role != RoleNode || d.Render == nil || d.Own != nil) {
+			t.Errorf("%s: an engine is an upstream-style process of the node side with a renderer", d.Name)
+		}
 		wants := d.Role == RoleControlPlane && d.Name != Etcd
 		if (d.Phase != nil) != wants {
 			t.Errorf("%s (%s): phase %v; a phase is for the control plane's components but etcd", d.Name, d.Role, d.Phase)

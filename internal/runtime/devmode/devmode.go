@@ -89,7 +89,7 @@ const containerdModule = "github.com/containerd/containerd/v2"
 func FromSpec(spec component.Spec, specFile string, env []string, cwd string, src Sources) Launch {
 	l := Launch{Name: spec.Name, Program: spec.Name, Args: append([]string{}, spec.Args...), Env: env, Cwd: cwd, Spec: specFile}
 	switch {
-	case spec.Name == component.Flannel || spec.Name == component.KubeRouter:
+	case component.IsEngine(spec.Name):
 		// The pod network's engines: kubeboot's own small main packages.
 		l.Package = "github.com/kubeboot/kubeboot/cmd/" + spec.Name
 		if src.Kubeboot != "" {

@@ -475,14 +475,8 @@ func (n *Node) WaitKubelet(ctx context.Context) error {
 // kube-proxy (unless the configuration turns it off) to the daemon,
 // kube-proxy with its configuration for this node.
 func (n *Node) StartNetwork(prefix string) error {
-	r := n.Renderer()
-	if r.RunsFlannel() {
-		if err := n.WriteSpec(r.FlannelSpec(), prefix); err != nil {
-			return err
-		}
-	}
-	if r.RunsNetworkPolicy() {
-		if err := n.WriteSpec(r.KubeRouterSpec(), prefix); err != nil {
+	for _, spec := range n.Renderer().EngineSpecs() {
+		if err := n.WriteSpec(spec, prefix); err != nil {
 			return err
 		}
 	}
