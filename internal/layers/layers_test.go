@@ -55,10 +55,10 @@ var levels = map[string][][]string{
 		{"etcdbackup"},
 	},
 	"internal/host": {
-		{"host", "helpers", "images", "nodestate", "preflight", "remote"},
+		{"host", "helpers", "images", "preflight", "remote"},
 		{"cpugroup", "cleanup"},
 		{"node"}, // the layout: the runtime's, kubelet's and DNS files of a node on this host
-		{"hardening"},
+		{"hardening", "nodestate"},
 	},
 	"internal/kube": {
 		{"apiclient", "discovery", "manifests"},

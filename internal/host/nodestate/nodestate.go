@@ -13,10 +13,11 @@ import (
 	"slices"
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 )
 
 // File is the node path of the record.
-const File = "/var/lib/kubeboot/node.json"
+const File = node.StateDir + "/node.json"
 
 // Role is what a node is in its cluster.
 type Role string

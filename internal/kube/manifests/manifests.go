@@ -29,14 +29,15 @@ import (
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
 	"github.com/kubeboot/kubeboot/internal/base/yamldoc"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 )
 
 const (
 	// Dir is the manifests directory of a control plane (a node path).
-	Dir = "/etc/kubernetes/kubeboot/manifests"
+	Dir = node.ConfigDir + "/manifests"
 	// StateFile is where the applier keeps what each file made and how
 	// its last apply went (a node path).
-	StateFile = "/var/lib/kubeboot/manifests/state.json"
+	StateFile = node.StateDir + "/manifests/state.json"
 	// FieldManager is the field manager of every apply.
 	FieldManager = "kubeboot"
 	// FileAnnotation on an object names the file of the directory it was

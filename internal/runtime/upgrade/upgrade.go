@@ -26,6 +26,7 @@ import (
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
 	kbversion "github.com/kubeboot/kubeboot/internal/base/version"
+	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/host/nodestate"
 	"github.com/kubeboot/kubeboot/internal/runtime/component"
 	"github.com/kubeboot/kubeboot/internal/runtime/daemon"
@@ -34,11 +35,11 @@ import (
 // Node paths.
 const (
 	// BinDir holds the installed binaries, named by version and digest.
-	BinDir = "/var/lib/kubeboot/upgrade/bin"
+	BinDir = node.StateDir + "/upgrade/bin"
 	// StateFile records the last upgrade of this node, for rollback.
-	StateFile = "/var/lib/kubeboot/upgrade/state.json"
+	StateFile = node.StateDir + "/upgrade/state.json"
 	// SnapshotDir holds the etcd snapshot taken before each apply.
-	SnapshotDir = "/var/lib/kubeboot/upgrade/snapshots"
+	SnapshotDir = node.StateDir + "/upgrade/snapshots"
 )
 
 // State is what an upgrade changed on this node.
