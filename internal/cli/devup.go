@@ -266,7 +266,7 @@ func devUpNode(parent context.Context, g *GlobalFlags, s Streams, cpRoot, nodeNa
 	if err != nil {
 		return err
 	}
-	admin := filepath.Join(cpRoot, "etc/kubernetes/admin.conf")
+	admin := filepath.Join(cpRoot, node.AdminKubeconfig)
 	if _, err := os.Stat(admin); err != nil {
 		return fmt.Errorf("no control plane to join under %s (%v): start one with `kubeboot dev up --mode control-plane`, or give --control-plane-root", cpRoot, err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/kubeboot/kubeboot/internal/host/node"
 	"github.com/kubeboot/kubeboot/internal/kube/apiclient"
 	"github.com/kubeboot/kubeboot/internal/network/cni"
+	"github.com/kubeboot/kubeboot/internal/runtime/component"
 	"github.com/kubeboot/kubeboot/pkg/config"
 )
 
@@ -97,7 +98,7 @@ func (d *Data) waitNode(ctx context.Context, c kubernetes.Interface) (*corev1.No
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("node %q was not registered within %s; see %s", name, timeout, d.FS.Path("/var/log/kubeboot/kubelet.log"))
+		return nil, fmt.Errorf("node %q was not registered within %s; see %s", name, timeout, d.FS.Path(path.Join(node.LogDir, component.Kubelet+".log")))
 	}
 	return n, nil
 }
