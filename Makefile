@@ -29,7 +29,7 @@ VERSION_LDFLAGS = \
 	-X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION:v%=%) \
 	-X github.com/kubeboot/kubeboot/internal/base/version.Containerd=$(CONTAINERD_VERSION:v%=%) \
 	-X github.com/kubeboot/kubeboot/internal/base/version.GitCommit=$(COMMIT) \
-	-X github.com/kubeboot/kubeboot/internal/base/version.Kubeboot=$(KUBEBOOT_VERSION)
+	-X github.com/kubeboot/kubeboot/internal/base/version.Kubeboot=$(KUBEBOOT_VERSION)$(KUBEBOOT_SUFFIX)
 
 # The same code reporting the next patch release: the end-to-end test of
 # `kubeboot upgrade` upgrades a cluster to it (one Kubernetes version is
@@ -46,7 +46,7 @@ build: helpers
 	CGO_ENABLED=0 go build -tags kubeboot_helpers -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(OUT)/kubeboot ./cmd/kubeboot
 
 build-next: KUBE_VERSION := $(NEXT_VERSION)
-build-next: KUBEBOOT_VERSION := $(KUBEBOOT_VERSION)-next
+build-next: KUBEBOOT_SUFFIX := -next
 build-next: helpers
 	CGO_ENABLED=0 go build -tags kubeboot_helpers -ldflags "-s -w $(VERSION_LDFLAGS)" -o $(OUT)/kubeboot-next ./cmd/kubeboot
 

@@ -319,9 +319,12 @@ func (o *options) writeEarlyCNIConf(podCIDRs []string) {
 		s6 = ""
 	}
 	subnets := cni.Ordered(s4, s6)
+	if len(subnets) == 0 || o.mtuOverhead < 0 {
+		return
+	}
 	v4, v6 := o.nodeAddrs()
 	mtu := cni.PodMTU(overlayAddr(v4, v6, net4 != ""), o.mtuOverhead)
-	if mtu <= 0 || len(subnets) == 0 || o.mtuOverhead < 0 {
+	if mtu <= 0 {
 		return
 	}
 	b, err := cni.ConfList(cni.Conf{Network: o.cniNetwork, Bridge: o.cniBridge, Subnets: subnets, MTU: mtu, DataDir: o.cniDataDir})

@@ -223,7 +223,7 @@ func run(n int, focus, skip string, parallel int, harness string, keep, useRegis
 	var script strings.Builder
 	script.WriteString("#!/bin/sh\nset -e\n")
 	e2eArgs := os.Getenv("E2E_ARGS")
-	if !strings.Contains(e2eArgs, "--num-nodes") {
+	if !strings.Contains(e2eArgs, "-num-nodes") { // -num-nodes or --num-nodes
 		// The nodes that run workloads (a lone node, or the workers), which
 		// e2e.test is not told otherwise: specs that need two of them
 		// would skip ("Requires at least 2 nodes (not -1)").

@@ -81,7 +81,7 @@ func (h *applyHost) writeRecord(ctx context.Context, r *hostRecord) error {
 
 // startStep records on h that step starts.
 func (h *applyHost) startStep(ctx context.Context, step string) error {
-	return h.writeRecord(ctx, &hostRecord{Step: step, Kubeboot: version.Kubeboot, Kubernetes: version.Kubernetes, Started: time.Now().UTC().Truncate(time.Second)})
+	return h.writeRecord(ctx, &hostRecord{Step: step, Kubeboot: version.Get().Release(), Kubernetes: version.Kubernetes, Started: time.Now().UTC().Truncate(time.Second)})
 }
 
 // completeStep records on h that the step it started completed.

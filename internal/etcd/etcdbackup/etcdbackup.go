@@ -57,7 +57,11 @@ type Manifest struct {
 // Client is a client of this node's etcd member, with the API server's
 // etcd client certificate (node paths under fs).
 func Client(fs fsys.FS, certificatesDir string) (*clientv3.Config, error) {
-	return etcdclient.Config(fs.Path(certificatesDir), 5*time.Second, etcdclient.Local)
+	c, err := etcdclient.Config(fs.Path(certificatesDir), 5*time.Second, etcdclient.Local)
+	if err != nil {
+		return nil, fmt.Errorf("this node has no etcd client (%w): run this on a control-plane node with a local etcd member", err)
+	}
+	return c, nil
 }
 
 // Save writes the bundle to file (mode 0600, through a temporary file in

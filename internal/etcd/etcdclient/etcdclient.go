@@ -36,7 +36,7 @@ func TLS(certDir string) (*tls.Config, error) {
 	ca, cert, key := files(certDir)
 	c, err := transport.TLSInfo{CertFile: cert, KeyFile: key, TrustedCAFile: ca}.ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("this node has no etcd client certificate (%w): run this on a control-plane node with a local etcd member", err)
+		return nil, fmt.Errorf("the etcd client certificate in %s: %w", certDir, err)
 	}
 	return c, nil
 }

@@ -19,7 +19,7 @@ func CNIConfList(fs fsys.FS, subnets []string, mtu int) ([]byte, error) {
 
 // FirstNodeSubnets are the pod subnets the controller-manager's range
 // allocator gives the first node: the first /maskV4 (IPv4) and /maskV6
-// (IPv6) of each of the pod network's subnets (config.NodeMaskSizes),
+// (IPv6) of the pod network's subnet of each family (config.NodeMaskSizes),
 // IPv4 first as flannel writes its lease's, whatever order the network is
 // given in (so flannel does not rewrite the file it finds).
 func FirstNodeSubnets(podSubnet string, maskV4, maskV6 int) ([]string, error) {

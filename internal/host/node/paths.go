@@ -111,3 +111,7 @@ const ManagedCRISocket = config.ManagedCRISocket
 // whatever the root prefix; a name of the node's own (its fsys.Tag) lets
 // reset find the node's entries there and leave other nodes' alone.
 func CNINetwork(fs fsys.FS) string { return fsys.Tag(fs.Path("/")) }
+
+// ComponentLog is the node path of the log the node daemon keeps of the
+// component name (as its supervisor writes it, in LogDir).
+func ComponentLog(name string) string { return LogDir + "/" + name + ".log" }

@@ -98,7 +98,7 @@ func (d *Data) waitNode(ctx context.Context, c kubernetes.Interface) (*corev1.No
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("node %q was not registered within %s; see %s", name, timeout, d.FS.Path(path.Join(node.LogDir, component.Kubelet+".log")))
+		return nil, fmt.Errorf("node %q was not registered within %s; see %s", name, timeout, d.FS.Path(node.ComponentLog(component.Kubelet)))
 	}
 	return n, nil
 }

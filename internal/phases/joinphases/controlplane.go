@@ -245,7 +245,7 @@ func runEtcdJoin(ctx context.Context, d *Data) error {
 	}
 	d.Logf("[etcd] Waiting for the new etcd member to catch up and promoting it to a voting member")
 	if err := ec.MemberPromote(id); err != nil {
-		return fmt.Errorf("promoting this node's etcd member %x: %w; its log is %s", id, err, d.FS.Path(path.Join(node.LogDir, component.Etcd+".log")))
+		return fmt.Errorf("promoting this node's etcd member %x: %w; its log is %s", id, err, d.FS.Path(node.ComponentLog(component.Etcd)))
 	}
 	d.Logf("[etcd] The etcd member %s is a voting member after %s", name, d.Since())
 	return d.Wait(ctx, "etcd", spec)
@@ -353,7 +353,7 @@ func (d *Data) waitEtcdServing(ctx context.Context, cluster []string, peer strin
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("the new etcd member did not serve clients within %s: %v; its log is %s", d.Timeout, err, d.FS.Path(path.Join(node.LogDir, component.Etcd+".log")))
+		return fmt.Errorf("the new etcd member did not serve clients within %s: %v; its log is %s", d.Timeout, err, d.FS.Path(node.ComponentLog(component.Etcd)))
 	}
 	d.Logf("[etcd] The new etcd member serves clients after %s", d.Since())
 	return nil

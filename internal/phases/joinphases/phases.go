@@ -373,7 +373,7 @@ func (d *Data) waitTLSBootstrap(ctx context.Context) error {
 	})
 	if err != nil {
 		return fmt.Errorf("the kubelet did not complete its TLS bootstrap within %s: its certificate request may not have been approved; see %s", timeout,
-			d.FS.Path(path.Join(node.LogDir, component.Kubelet+".log")))
+			d.FS.Path(node.ComponentLog(component.Kubelet)))
 	}
 	d.Logf("[kubelet-start] The kubelet has its client certificate after %s", d.Since())
 	return nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	kubeadmv1 "k8s.io/kubernetes/cmd/kubeadm/app/apis/kubeadm/v1beta4"
+	kubeadmconstants "k8s.io/kubernetes/cmd/kubeadm/app/constants"
 	netutils "k8s.io/utils/net"
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
@@ -18,7 +19,7 @@ import (
 
 // Ports the control plane listens on.
 const (
-	EtcdClientPort        = 2379
+	EtcdClientPort        = kubeadmconstants.EtcdListenClientPort
 	EtcdPeerPort          = 2380
 	EtcdMetricsPort       = 2381
 	ControllerManagerPort = 10257

@@ -128,12 +128,12 @@ func Lookup(name string) (Declared, bool) {
 // what a node side runs beside the daemon's own components.
 var NodeProcesses = names(func(d Declared) bool { return d.Role == RoleNode && d.Own == nil })
 
-// Engines lists the pod network's engines (Declared.Engine), in the
+// engines lists the pod network's engines (Declared.Engine), in the
 // table's order.
-var Engines = names(func(d Declared) bool { return d.Engine })
+var engines = names(func(d Declared) bool { return d.Engine })
 
 // IsEngine reports whether name is a pod network engine.
-func IsEngine(name string) bool { return slices.Contains(Engines, name) }
+func IsEngine(name string) bool { return slices.Contains(engines, name) }
 
 // EngineSpecs renders the pod network engines this configuration runs,
 // in the table's order.

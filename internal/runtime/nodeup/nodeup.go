@@ -154,7 +154,7 @@ func (n *Node) Wait(ctx context.Context, prefix string, spec component.Spec) err
 	}
 	err := spec.Probe.WaitReady(ctx, n.Timeout, poll.Progress(n.Logf, prefix, fmt.Sprintf("%s at %s", spec.Name, spec.Probe), false))
 	if err != nil {
-		return fmt.Errorf("%s is not healthy: %w; its log is %s", spec.Name, err, n.FS.Path(path.Join(node.LogDir, spec.Name+".log")))
+		return fmt.Errorf("%s is not healthy: %w; its log is %s", spec.Name, err, n.FS.Path(node.ComponentLog(spec.Name)))
 	}
 	n.Logf("[%s] %s is healthy after %s", prefix, spec.Name, n.Since())
 	return nil
@@ -377,7 +377,7 @@ func (n *Node) waitImages(ctx context.Context, imgs []images.Image) error {
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := images.WaitPresent(wctx, n.criSocket, imgs); err != nil {
-		return fmt.Errorf("%w; the node daemon's image-registry imports them, and its log is %s", err, n.FS.Path(path.Join(node.LogDir, component.ImageRegistry+".log")))
+		return fmt.Errorf("%w; the node daemon's image-registry imports them, and its log is %s", err, n.FS.Path(node.ComponentLog(component.ImageRegistry)))
 	}
 	if d := time.Since(start); d > 100*time.Millisecond {
 		n.Logf("[images] Waited %s for %s", d.Round(time.Millisecond), strings.Join(images.Names(imgs), ", "))
