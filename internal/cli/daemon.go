@@ -247,7 +247,7 @@ func watchText(ctx context.Context, c *daemon.Client, out io.Writer, last daemon
 
 // nodeLine is the node's record in one line: "node cp1 (control-plane),
 // Kubernetes v1.37.2, addresses 10.0.0.2; etcd member cp1 at
-// https://10.0.0.2:2380".
+// https://10.0.0.2:2380; kubeboot v0.9.0 (1a2b3c4)".
 func nodeLine(n nodestate.Node) string {
 	line := fmt.Sprintf("node %s (%s)", n.Name, n.Role)
 	if n.Version != "" {
@@ -258,6 +258,9 @@ func nodeLine(n nodestate.Node) string {
 	}
 	if n.Etcd != nil {
 		line += fmt.Sprintf("; etcd member %s at %s", n.Etcd.Name, n.Etcd.PeerURL)
+	}
+	if n.Kubeboot != "" {
+		line += "; kubeboot " + n.Kubeboot
 	}
 	return line
 }

@@ -74,7 +74,7 @@ func TestUpgrade(t *testing.T) {
 	if n := record(cp); n.Name != "cp" || n.Role != nodestate.ControlPlane || n.Etcd == nil || n.Etcd.PeerURL != "https://10.219.0.2:2380" || !n.Runs("kube-apiserver") || n.Version != "v1.37.2" || n.Kubeboot != this {
 		t.Errorf("the control plane's record: %+v", n)
 	}
-	if st, want := kb(t, cp, "status"), "node cp (control-plane), Kubernetes v1.37.2, addresses 10.219.0.2; etcd member cp at https://10.219.0.2:2380"; !strings.Contains(st, want) {
+	if st, want := kb(t, cp, "status"), "node cp (control-plane), Kubernetes v1.37.2, addresses 10.219.0.2; etcd member cp at https://10.219.0.2:2380; kubeboot "+this; !strings.Contains(st, want) {
 		t.Errorf("status lacks the node's record %q:\n%s", want, st)
 	}
 	wrec := record(w)
