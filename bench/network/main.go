@@ -165,6 +165,11 @@ func (b *bench) setUp(mtu int) error {
 	if _, err := hacluster.Kubeboot(b.w1, "join", cpIP+":6443", "--token", j.Token, "--discovery-token-ca-cert-hash", j.Hash, "--node-name", "w1"); err != nil {
 		return err
 	}
+	// join returns once the kubelet's TLS bootstrap is done, as kubeadm's
+	// does: the kubelet registers its Node a moment later.
+	if _, err := kubectl(b.cp, "wait", "--for=create", "node/w1", "--timeout=60s"); err != nil {
+		return err
+	}
 	if _, err := kubectl(b.cp, "wait", "--for=condition=Ready", "node/cp", "node/w1", "--timeout=120s"); err != nil {
 		return err
 	}
