@@ -1,10 +1,12 @@
 // Command apply measures `kubeboot apply`: the time from `apply -f` to
 // every node Ready, for 1 control plane + 2 workers and for 3 control
-// planes + 2 workers, next to the same init and joins run by hand, one
-// after another, on the same hosts (each host's own copy of kubeboot, as
-// apply leaves it, put there before the clock starts; run in the host, no
-// SSH) until every node is Ready; and prints apply's time as a ratio of
-// the hand-run one. Every host is a
+// planes + 2 workers, next to what an operator does by hand on the same
+// hosts: copy the binary to each host with scp from the operator's host,
+// one after another, then init and the joins one after another (run in
+// the host, as from a terminal on it) until every node is Ready. It
+// prints apply's wall time and the machine's CPU as ratios of the hand
+// run's (every host here shares the same two cores, so the CPU is the
+// fair figure and the wall time is said beside it). Every host is a
 // network-namespace host running Debian's sshd on its own address;
 // apply runs from an operator's host on the same bridge and copies the
 // binary to each host (reset -f removes it again).
@@ -115,36 +117,45 @@ func run(runs int) error {
 	for _, shape := range []struct {
 		name  string
 		hosts []*host
-		goal  string
-		ok    func(ratio float64) bool
 	}{
-		{"1 control plane + 2 workers", []*host{b.hosts[0], b.hosts[3], b.hosts[4]}, "<= 1.2x", func(r float64) bool { return r <= 1.2 }},
-		{"3 control planes + 2 workers", b.hosts, "< 1.0x", func(r float64) bool { return r < 1 }},
+		{"1 control plane + 2 workers", []*host{b.hosts[0], b.hosts[3], b.hosts[4]}},
+		{"3 control planes + 2 workers", b.hosts},
 	} {
-		var hand, apply []time.Duration
+		var hand, apply, handCPU, applyCPU []time.Duration
 		for i := range runs {
-			d, err := b.byHand(shape.hosts)
+			d, cpu, err := b.byHand(shape.hosts)
 			if err != nil {
 				return fmt.Errorf("%s by hand: %w", shape.name, err)
 			}
-			hand = append(hand, d)
-			d, err = b.apply(shape.hosts, fmt.Sprintf("%d-%d", len(shape.hosts), i))
+			hand, handCPU = append(hand, d), append(handCPU, cpu)
+			d, cpu, err = b.apply(shape.hosts, fmt.Sprintf("%d-%d", len(shape.hosts), i))
 			if err != nil {
 				return fmt.Errorf("%s with apply: %w", shape.name, err)
 			}
-			apply = append(apply, d)
+			apply, applyCPU = append(apply, d), append(applyCPU, cpu)
 		}
-		h, a := benchutil.Median(hand), benchutil.Median(apply)
-		ratio := a.Seconds() / h.Seconds()
-		verdict := "met"
-		if !shape.ok(ratio) {
-			verdict = "NOT met"
+		fmt.Printf("%s (medians of %d):\n", shape.name, runs)
+		for _, f := range []struct {
+			what          string
+			apply, byHand []time.Duration
+		}{{"wall time", apply, hand}, {"machine CPU", applyCPU, handCPU}} {
+			a, h := benchutil.Median(f.apply), benchutil.Median(f.byHand)
+			ratio := a.Seconds() / h.Seconds()
+			verdict := "met"
+			if ratio > goal {
+				verdict = "NOT met"
+			}
+			fmt.Printf("  %s: apply %s, by hand %s (runs: apply %s, by hand %s): %.2fx (goal <= %.1fx: %s)\n", f.what, a.Round(100*time.Millisecond), h.Round(100*time.Millisecond),
+				rounded(f.apply), rounded(f.byHand), ratio, goal, verdict)
 		}
-		fmt.Printf("%s: apply %s, by hand %s (medians of %d; runs: apply %s, by hand %s): %.2fx (goal %s: %s)\n\n", shape.name, a.Round(100*time.Millisecond), h.Round(100*time.Millisecond), runs,
-			rounded(apply), rounded(hand), ratio, shape.goal, verdict)
+		fmt.Println()
 	}
 	return nil
 }
+
+// goal is apply's ratio to the hand run that issue 46 asks for, of the
+// wall time and of the machine's CPU alike.
+const goal = 1.1
 
 func (b *bench) close() {
 	for i := len(b.hosts) - 1; i >= 0; i-- {
@@ -182,16 +193,17 @@ func kb(h *host, args ...string) (string, error) {
 	return out, nil
 }
 
-// byHand runs init on the first host and the joins of the others one
-// after another, as an operator with a terminal on each host would, and
-// returns the time from init's start to every node Ready. It resets the
+// byHand does what an operator does without apply: from the operator's
+// host, scp the binary to each host, one after another; then init on the
+// first host and the joins of the others one after another, as with a
+// terminal on each host. It returns the time from the first copy's start
+// to every node Ready and the machine's CPU over it, and resets the
 // hosts afterwards (not timed).
-func (b *bench) byHand(hosts []*host) (time.Duration, error) {
-	// The binary is on every host already, each its own copy, as apply
-	// leaves it (copied before the clock starts, removed after).
+func (b *bench) byHand(hosts []*host) (time.Duration, time.Duration, error) {
+	// The hosts have a /usr/local/bin, as any host has.
 	for _, h := range hosts {
-		if err := copyFile(b.bin, filepath.Join(h.Root, "usr/local/bin/kubeboot")); err != nil {
-			return 0, err
+		if err := os.MkdirAll(filepath.Join(h.Root, "usr/local/bin"), 0o755); err != nil {
+			return 0, 0, err
 		}
 	}
 	defer func() {
@@ -204,17 +216,26 @@ func (b *bench) byHand(hosts []*host) (time.Duration, error) {
 		multi = multi || h.role == "control-plane"
 	}
 	start, busy := time.Now(), benchutil.BusyCPU()
+	for _, h := range hosts {
+		scp := b.op.Command("scp", "-q", "-o", "BatchMode=yes", "-o", "UserKnownHostsFile="+b.known, "-i", b.keyFile,
+			b.bin, "root@"+h.IP+":"+filepath.Join(h.Root, "usr/local/bin/kubeboot"))
+		if out, err := nethost.Run(scp); err != nil {
+			return 0, 0, fmt.Errorf("scp to %s: %v\n%s", h.name, err, out)
+		}
+	}
+	steps := []string{fmt.Sprintf("scp to %d hosts %s", len(hosts), time.Since(start).Round(100*time.Millisecond))}
+	t := time.Now()
 	args := []string{"init", "--node-name", cp1.name, "--apiserver-advertise-address", cp1.IP, "--token", token, "--pod-network-cidr", podCIDR}
 	if multi {
 		args = append(args, "--upload-certs", "--certificate-key", certKey)
 	}
 	if _, err := kb(cp1, args...); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	steps := []string{fmt.Sprintf("init %s", time.Since(start).Round(100*time.Millisecond))}
+	steps = append(steps, fmt.Sprintf("init %s", time.Since(t).Round(100*time.Millisecond)))
 	ca, err := certutil.CertsFromFile(filepath.Join(cp1.Root, "etc/kubernetes/pki/ca.crt"))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	hash := pubkeypin.Hash(ca[0])
 	for _, h := range hosts[1:] {
@@ -224,23 +245,23 @@ func (b *bench) byHand(hosts []*host) (time.Duration, error) {
 			args = append(args, "--control-plane", "--apiserver-advertise-address", h.IP, "--certificate-key", certKey)
 		}
 		if _, err := kb(h, args...); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		steps = append(steps, fmt.Sprintf("join %s %s", h.name, time.Since(t).Round(100*time.Millisecond)))
 	}
-	t := time.Now()
+	t = time.Now()
 	if err := b.waitReady(cp1, len(hosts)); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	took := time.Since(start)
-	fmt.Printf("  by hand, %d hosts: every node Ready %s after init's start (%s, then Ready %s later); %s\n", len(hosts), took.Round(100*time.Millisecond), strings.Join(steps, ", "), time.Since(t).Round(100*time.Millisecond), cpuUse(busy, took))
+	took, cpu := time.Since(start), benchutil.BusyCPU()-busy
+	fmt.Printf("  by hand, %d hosts: every node Ready %s after the first copy's start (%s, then Ready %s later); %s\n", len(hosts), took.Round(100*time.Millisecond), strings.Join(steps, ", "), time.Since(t).Round(100*time.Millisecond), cpuUse(cpu, took))
 	// Reset as an operator would: workers first, the first control plane last.
 	for i := len(hosts) - 1; i >= 0; i-- {
 		if _, err := kb(hosts[i], "reset", "--force"); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	return took, nil
+	return took, cpu, nil
 }
 
 var readyCount = regexp.MustCompile(`=True\b`)
@@ -259,9 +280,9 @@ func (b *bench) waitReady(cp1 *host, n int) error {
 }
 
 // apply writes the cluster file of hosts, runs apply from the operator's
-// host and returns its wall time (it returns once every node is Ready);
-// then reset -f (not timed).
-func (b *bench) apply(hosts []*host, name string) (time.Duration, error) {
+// host and returns its wall time (it returns once every node is Ready)
+// and the machine's CPU over it; then reset -f (not timed).
+func (b *bench) apply(hosts []*host, name string) (time.Duration, time.Duration, error) {
 	var lines strings.Builder
 	for _, h := range hosts {
 		fmt.Fprintf(&lines, "- {address: %s, role: %s, nodeName: %s, root: %s, ssh: {keyPath: %s, knownHosts: %s}}\n", h.IP, h.role, h.name, h.Root, b.keyFile, b.known)
@@ -270,14 +291,13 @@ func (b *bench) apply(hosts []*host, name string) (time.Duration, error) {
 	content := "apiVersion: kubeboot.io/v1alpha1\nkind: Cluster\nhosts:\n" + lines.String() +
 		"kubeadm: |\n  apiVersion: kubeadm.k8s.io/v1beta4\n  kind: ClusterConfiguration\n  networking: {podSubnet: " + podCIDR + "}\n"
 	if err := os.WriteFile(file, []byte(content), 0o644); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	start, busy := time.Now(), benchutil.BusyCPU()
 	out, err := nethost.Run(b.op.Command(b.bin, "apply", "-f", file))
-	took := time.Since(start)
-	use := cpuUse(busy, took)
+	took, cpu := time.Since(start), benchutil.BusyCPU()-busy
 	if err != nil {
-		return 0, fmt.Errorf("%v\n%s", err, out)
+		return 0, 0, fmt.Errorf("%v\n%s", err, out)
 	}
 	var steps []string
 	for _, l := range strings.Split(out, "\n") {
@@ -285,21 +305,20 @@ func (b *bench) apply(hosts []*host, name string) (time.Duration, error) {
 			steps = append(steps, strings.TrimSpace(l))
 		}
 	}
-	fmt.Printf("  apply, %d hosts: every node Ready %s after its start; %s\n    %s\n", len(hosts), took.Round(100*time.Millisecond), use, strings.Join(steps, "\n    "))
+	fmt.Printf("  apply, %d hosts: every node Ready %s after its start; %s\n    %s\n", len(hosts), took.Round(100*time.Millisecond), cpuUse(cpu, took), strings.Join(steps, "\n    "))
 	t := time.Now()
 	if out, err := nethost.Run(b.op.Command(b.bin, "reset", "-f", file)); err != nil {
-		return 0, fmt.Errorf("reset -f: %v\n%s", err, out)
+		return 0, 0, fmt.Errorf("reset -f: %v\n%s", err, out)
 	}
 	fmt.Printf("  reset -f, %d hosts: %s\n", len(hosts), time.Since(t).Round(100*time.Millisecond))
-	return took, nil
+	return took, cpu, nil
 }
 
-// cpuUse says how much CPU the whole machine used since busy was read,
-// took ago, and how much of its cores that is: where every host shares
-// the same cores, work run in parallel (apply's) can only win the time
-// the serial run (by hand) leaves the cores idle.
-func cpuUse(busy, took time.Duration) string {
-	used := benchutil.BusyCPU() - busy
+// cpuUse says how much CPU the whole machine used in took, and how much
+// of its cores that is: where every host shares the same cores, work run
+// in parallel (apply's) can only win the time the serial run (by hand)
+// leaves the cores idle.
+func cpuUse(used, took time.Duration) string {
 	return fmt.Sprintf("CPU %s, %.0f%% of the machine's %d cores", used.Round(100*time.Millisecond), 100*used.Seconds()/(took.Seconds()*float64(runtime.NumCPU())), runtime.NumCPU())
 }
 
@@ -314,16 +333,4 @@ func rounded(ds []time.Duration) string {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
-}
-
-// copyFile copies src to dst (0755), making dst's directory.
-func copyFile(src, dst string) error {
-	b, err := os.ReadFile(src)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	return os.WriteFile(dst, b, 0o755)
 }

@@ -78,6 +78,7 @@ KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
 PidFile none
+Subsystem sftp /usr/lib/openssh/sftp-server
 `, h.IP, hostKey, authorized)), 0o600); err != nil {
 		return nil, err
 	}
