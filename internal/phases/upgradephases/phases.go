@@ -164,11 +164,7 @@ func runAddOns(ctx context.Context, d *Data) error {
 	}
 	// This node's kubelet, just restarted, reports its new version with
 	// its next status update: wait for it, not for the others.
-	rec, err := component.Store{FS: d.FS}.Node()
-	if err != nil {
-		return err
-	}
-	self := rec.Name
+	self := t.NodeName
 	isSelf := func(n upgrade.NodeVersion) bool { return n.Name == self }
 	if slices.ContainsFunc(behind, isSelf) {
 		// At most a minute, then on with the nodes behind; each list on
@@ -205,11 +201,12 @@ func runAddOns(ctx context.Context, d *Data) error {
 	return nil
 }
 
-// hasLocalEtcd reads the node's record; when it cannot, the snapshot
+// hasLocalEtcd is the target's (read once, from the node's record, by
+// the preflight phase before it); when it cannot be read, the snapshot
 // phase runs and says why it fails, before anything changes.
 func hasLocalEtcd(d *Data) bool {
-	rec, err := component.Store{FS: d.FS}.Node()
-	return err != nil || rec.Runs(component.Etcd)
+	t, err := d.Target(context.Background())
+	return err != nil || t.LocalEtcd
 }
 
 func runApplyPreflight(ctx context.Context, d *Data) error {

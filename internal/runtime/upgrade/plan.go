@@ -34,8 +34,11 @@ type Target struct {
 	APIServer *version.Version
 	// Kubeboot is the new binary's kubeboot release.
 	Kubeboot string
-	// ControlPlane is set when this node runs an API server.
-	ControlPlane bool
+	// ControlPlane is set when this node runs an API server, LocalEtcd
+	// when it runs an etcd member (both from the node's record).
+	ControlPlane, LocalEtcd bool
+	// NodeName is this node's name.
+	NodeName string
 
 	client kubernetes.Interface
 }
@@ -57,7 +60,7 @@ func Prepare(ctx context.Context, fs fsys.FS, binary string) (*Target, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the node's record: %w", err)
 	}
-	t := &Target{Binary: bin, ControlPlane: rec.Runs(component.APIServer)}
+	t := &Target{Binary: bin, ControlPlane: rec.Runs(component.APIServer), LocalEtcd: rec.Runs(component.Etcd), NodeName: rec.Name}
 	var self kbversion.Info
 	if t.Version, self, err = BinaryInfo(ctx, bin); err != nil {
 		return nil, err
