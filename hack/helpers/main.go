@@ -27,7 +27,7 @@ import (
 // The helpers: file name → main package. go build names each binary
 // after the last element of its package path, which is the helper's name.
 var packages = map[string]string{
-	helpers.Shim:  "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
+	helpers.Shim:  "github.com/kubeboot/kubeboot/cmd/containerd-shim-runc-v2",
 	helpers.Pause: "github.com/kubeboot/kubeboot/cmd/pause",
 	// Not per pod, but the one file of an image, kept small too.
 	helpers.TestServer: "github.com/kubeboot/kubeboot/cmd/test-server",
