@@ -20,7 +20,10 @@ import (
 	"github.com/containerd/containerd/v2/pkg/shim"
 )
 
-// procs is the shim's GOMAXPROCS.
+// procs is the long-running shim's GOMAXPROCS (the short runs of `start`
+// and `delete` have no GOMAXPROCS in their environment: upstream's
+// setRuntime gives them 2). Fixed: the manager's appended value hides any
+// GOMAXPROCS the operator gives the daemon.
 const procs = 1
 
 func main() {

@@ -5,7 +5,6 @@
 package main
 
 import (
-	_ "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2"
 	_ "github.com/containernetworking/plugins/plugins/ipam/host-local"
 	_ "github.com/containernetworking/plugins/plugins/main/bridge"
 	_ "github.com/containernetworking/plugins/plugins/meta/portmap"

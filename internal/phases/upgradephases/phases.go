@@ -201,12 +201,16 @@ func runAddOns(ctx context.Context, d *Data) error {
 	return nil
 }
 
-// hasLocalEtcd is the target's (read once, from the node's record, by
-// the preflight phase before it); when it cannot be read, the snapshot
-// phase runs and says why it fails, before anything changes.
+// hasLocalEtcd is the target's when the preflight phase has read it;
+// otherwise (the phase run alone, or preflight skipped) the node's
+// record says, and when it cannot be read, the snapshot phase runs and
+// says why it fails, before anything changes.
 func hasLocalEtcd(d *Data) bool {
-	t, err := d.Target(context.Background())
-	return err != nil || t.LocalEtcd
+	if d.target != nil {
+		return d.target.LocalEtcd
+	}
+	rec, err := component.Store{FS: d.FS}.Node()
+	return err != nil || rec.Runs(component.Etcd)
 }
 
 func runApplyPreflight(ctx context.Context, d *Data) error {
