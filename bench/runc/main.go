@@ -7,11 +7,18 @@
 // containers. Several runtimes are measured in turn, one container of each
 // at a time, so that a slower minute of the machine weighs on all of them.
 //
-//	go run ./bench/runc [-n 50] [runtime ...]   (as root; default: runc in PATH)
+//	go run ./bench/runc [-n 50] [-systemd-cgroup] [-pause FILE] [runtime ...]   (as root; default: runc in PATH)
 //
 // The containers run kubeboot's pause in a read-only rootfs, in their own
 // namespaces, under the cgroup kubeboot-bench-runc, which the benchmark
-// removes when it ends.
+// removes when it ends. With -systemd-cgroup the runtimes make the
+// containers' cgroups through systemd (`--systemd-cgroup`, a scope in the
+// slice kubeboot-bench-runc.slice), as the shim has them do on a systemd
+// host. On a host without Go (a Debian VM), build the bench and pause
+// elsewhere and give pause's file with -pause:
+//
+//	CGO_ENABLED=0 go build -o runc-bench ./bench/runc
+//	CGO_ENABLED=0 go build -o pause ./cmd/pause
 package main
 
 import (
@@ -37,11 +44,20 @@ import (
 // bundle), one directory per controller, removed at the end.
 const cgroupParent = "kubeboot-bench-runc"
 
+// systemdCgroup and pauseFile are the flags of the same names.
+var (
+	systemdCgroup, noResources bool
+	pauseFile                  string
+)
+
 // ops are the runtime's commands, in the order the shim runs them.
 var ops = []string{"create", "start", "state", "kill", "delete"}
 
 func main() {
 	n := flag.Int("n", 50, "containers per runtime")
+	flag.BoolVar(&systemdCgroup, "systemd-cgroup", false, "have the runtimes make the containers' cgroups through systemd, as the shim does on a systemd host")
+	flag.StringVar(&pauseFile, "pause", "", "kubeboot's pause, built (default: go build ./cmd/pause)")
+	flag.BoolVar(&noResources, "no-resources", false, "leave the spec's linux.resources out (its device rules: on cgroup v2 a runtime loads them as an eBPF program, which crun cannot where root may not raise RLIMIT_MEMLOCK)")
 	flag.Parse()
 	runtimes := flag.Args()
 	if len(runtimes) == 0 {
@@ -92,7 +108,14 @@ func run(runtimes []string, n int) error {
 			}
 		}
 	}
-	fmt.Printf("OCI runtime cost per container, mean of %d (kubeboot's pause, read-only rootfs)\n", n)
+	driver := "cgroupfs"
+	if systemdCgroup {
+		driver = "systemd"
+	}
+	if noResources {
+		driver += ", no linux.resources"
+	}
+	fmt.Printf("OCI runtime cost per container, mean of %d (kubeboot's pause, read-only rootfs, cgroups by %s)\n", n, driver)
 	for j, r := range runtimes {
 		c := costs[j]
 		var total time.Duration
@@ -131,7 +154,11 @@ func once(ctx context.Context, runtime, state, bundle, id string, c *cost) (err 
 	defer os.Remove(stderr.Name())
 	defer stderr.Close()
 	do := func(op string, args ...string) error {
-		cmd := exec.CommandContext(ctx, runtime, append([]string{"--root", state, op}, args...)...)
+		global := []string{"--root", state}
+		if systemdCgroup {
+			global = append(global, "--systemd-cgroup")
+		}
+		cmd := exec.CommandContext(ctx, runtime, append(append(global, op), args...)...)
 		cmd.Dir = bundle
 		stderr.Truncate(0) //nolint:errcheck
 		stderr.Seek(0, 0)  //nolint:errcheck
@@ -222,10 +249,8 @@ func makeBundle(runtime, bundle string) error {
 	if err := os.MkdirAll(rootfs, 0o755); err != nil {
 		return err
 	}
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(rootfs, "pause"), "github.com/kubeboot/kubeboot/cmd/pause")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building pause: %v\n%s", err, out)
+	if err := installPause(filepath.Join(rootfs, "pause")); err != nil {
+		return err
 	}
 	spec := exec.Command(runtime, "spec")
 	spec.Dir = bundle
@@ -251,6 +276,14 @@ func makeBundle(runtime, bundle string) error {
 	process["terminal"] = false
 	root["readonly"] = true
 	linux["cgroupsPath"] = "/" + cgroupParent + "/bench"
+	if noResources {
+		delete(linux, "resources")
+	}
+	if systemdCgroup {
+		// slice:prefix:name, as containerd's CRI gives runc with
+		// SystemdCgroup: a scope kubeboot-bench-runc-bench.scope.
+		linux["cgroupsPath"] = cgroupParent + ".slice:" + cgroupParent + ":bench"
+	}
 	b, err = json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
@@ -258,9 +291,30 @@ func makeBundle(runtime, bundle string) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
+// installPause puts kubeboot's pause at dst: the -pause file, or one
+// built from cmd/pause.
+func installPause(dst string) error {
+	if pauseFile == "" {
+		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", dst, "github.com/kubeboot/kubeboot/cmd/pause")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			return fmt.Errorf("building pause: %v\n%s", err, out)
+		}
+		return nil
+	}
+	b, err := os.ReadFile(pauseFile)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o755)
+}
+
 // removeCgroups removes cgroupParent from every cgroup hierarchy (the
 // containers' own cgroups went with `delete`).
 func removeCgroups() {
+	if systemdCgroup {
+		exec.Command("systemctl", "stop", cgroupParent+".slice").Run() //nolint:errcheck // best effort: gone when no container was made
+	}
 	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + cgroupParent)
 	if d := "/sys/fs/cgroup/" + cgroupParent; exists(d) {
 		dirs = append(dirs, d)
