@@ -15,6 +15,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -167,4 +168,25 @@ func podStartup(c kubernetes.Interface, n int, b *Result) error {
 		busy.Round(10*time.Millisecond), (all * time.Duration(runtime.NumCPU())).Round(10*time.Millisecond), runtime.NumCPU(), (busy / time.Duration(n)).Round(time.Millisecond))
 	b.P50, b.P99, b.CPUPerPod = benchutil.Percentile(lat, 50), benchutil.Percentile(lat, 99), busy/time.Duration(n)
 	return nil
+}
+
+// Cleanup deletes the burst's Deployment and waits until its pods are
+// gone (a node that stays up after the bench, as a VM's).
+func Cleanup(ctx context.Context, c kubernetes.Interface) error {
+	fg := metav1.DeletePropagationForeground
+	err := c.AppsV1().Deployments("default").Delete(ctx, "bench", metav1.DeleteOptions{PropagationPolicy: &fg})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	for {
+		pods, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=bench"})
+		if err == nil && len(pods.Items) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
