@@ -120,8 +120,10 @@ find /etc/kubernetes /var/lib/kubeboot -mindepth 1 2>/dev/null || true
 	}
 	// Debian's apparmor package too, which a standard Debian install (and
 	// every Ubuntu) has and the VM's minimal base lacks: with it containerd
-	// confines each container with its own profile.
-	install(t, v, "ipset", "libipset13", "apparmor")
+	// confines each container with its own profile. And Debian's crun,
+	// which podman's users have: 1.8.1 refuses containerd 2's specs, so
+	// the node keeps runc and says why.
+	install(t, v, "ipset", "libipset13", "apparmor", "crun", "libyajl2")
 	v.MustRun(time.Minute, "ipset version && aa-enabled")
 	before := v.MustRun(2*time.Minute, snapshot)
 
@@ -130,7 +132,8 @@ kubeboot init --single-node > /root/init.log 2>&1 || { tail -40 /root/init.log; 
 echo "init returned: $(awk -v a="$T0" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}') s"
 waitFor 600 "node Ready" k wait --for=condition=Ready node --all --timeout=20s
 waitFor 600 "CoreDNS Ready" k -n kube-system wait --for=condition=Ready pod -l k8s-app=kube-dns --timeout=20s
-grep -E '^\[(kubelet-start|preflight)\].*(kernel module|net\.|Wrote|Enabled)' /root/init.log || true
+grep -E '^\[(kubelet-start|preflight)\].*(kernel module|net\.|Wrote|Enabled|crun)' /root/init.log || true
+echo "runc containers: $(ls /run/kubeboot/runc/k8s.io | wc -l), crun's: $(ls /run/kubeboot/crun 2>/dev/null | wc -l)"
 echo "unit: $(systemctl is-active kubeboot.service) $(systemctl is-enabled kubeboot.service)"
 echo "daemon cgroup: $(cut -d: -f3 /proc/$(cat /run/kubeboot/daemon.pid)/cgroup)"
 echo "kubelet cgroup: $(cut -d: -f3 /proc/$(pgrep -x kubelet)/cgroup)"
@@ -153,10 +156,15 @@ grep -q failCgroupV1 /var/lib/kubelet/config.yaml && echo "failCgroupV1 set" || 
 		"failCgroupV1 at the kubelet's default",
 		"coredns apparmor: cri-containerd.apparmor.d (enforce)",
 		"Loaded the kernel module br_netfilter",
+		"containerd runs containers with runc, not the host's crun: /usr/bin/crun is 1.8.1, older than 1.14.3",
+		"crun's: 0",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("after init: no %q", want)
 		}
+	}
+	if strings.Contains(out, "runc containers: 0,") {
+		t.Error("after init: no container in runc's state")
 	}
 
 	// An operator's image, carried as a docker archive: the test server's

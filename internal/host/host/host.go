@@ -16,8 +16,13 @@
 package host
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/version"
 )
 
 // Where the machine is looked at; variables so that tests can point them
@@ -60,3 +65,39 @@ func CgroupDriver() string {
 	}
 	return DriverCgroupfs
 }
+
+// Crun is the path of the host's crun where a node's containers run with
+// it rather than runc: on a cgroup v2 host whose PATH has a crun of
+// MinCrun or later (crun refuses a hybrid hierarchy — "cgroups in hybrid
+// mode not supported" — and, before 1.14.3, every spec whose ociVersion
+// is not 1.0.x: containerd 2 writes 1.3.0, and crun answers "unknown
+// version specified"; Debian 12's is 1.8.1, Ubuntu 24.04's 1.14.1).
+// Elsewhere "", runc; and where a cgroup v2 host's crun is not used, why.
+func Crun() (path, notUsed string) {
+	if !CgroupV2() {
+		return "", ""
+	}
+	p, err := exec.LookPath("crun")
+	if err != nil {
+		return "", ""
+	}
+	out, err := exec.Command(p, "--version").Output()
+	if err != nil {
+		return "", fmt.Sprintf("%s --version: %v", p, err)
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	v, err := version.ParseGeneric(strings.TrimPrefix(strings.TrimSpace(first), "crun version "))
+	if err != nil {
+		return "", fmt.Sprintf("%s --version: %q", p, first)
+	}
+	if !v.AtLeast(minCrun) {
+		return "", fmt.Sprintf("%s is %s, older than %s, which runs containerd 2's specs", p, v, minCrun)
+	}
+	return p, ""
+}
+
+// minCrun is the first crun that runs the specs containerd 2 writes.
+var minCrun = version.MustParseGeneric(MinCrun)
+
+// MinCrun is the first crun release that takes any 1.x ociVersion.
+const MinCrun = "1.14.3"

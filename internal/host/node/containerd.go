@@ -20,7 +20,12 @@ import (
 // CAP_SYS_RESOURCE, so runc could not apply the kubelet's negative OOM
 // scores). NRI is off: its socket would be /var/run/nri/nri.sock, shared
 // by every node of a machine, and nothing of kubeboot's uses it.
-func ContainerdConfigTOML(fs fsys.FS, systemdCgroup bool) string {
+//
+// crun, when not "", is the host's crun (host.Crun): containers run with
+// it by default, through the same shim (its BinaryName), and runc stays
+// as the runtime handler "runc" (a RuntimeClass's, and the pods made
+// before). crun costs half of runc's CPU per container (docs/design.md §14).
+func ContainerdConfigTOML(fs fsys.FS, systemdCgroup bool, crun string) string {
 	var b strings.Builder
 	err := containerdConfig.Execute(&b, containerdSettings{
 		Root: fs.Path(ContainerdRoot), State: fs.Path(ContainerdState),
@@ -29,6 +34,7 @@ func ContainerdConfigTOML(fs fsys.FS, systemdCgroup bool) string {
 		CNIBinDir: fs.Path(CNIBinDir), OperatorCNIBinDir: fs.Path(OperatorCNIBinDir), CNIConfDir: fs.Path(CNIConfDir),
 		RuncRoot: fs.Path(RuncRoot), ShimPath: fs.Path(ShimPath), ShimSocketDir: ShimSocketDir(fs),
 		RegistryHostsDir: fs.Path(RegistryHostsDir), SystemdCgroup: systemdCgroup,
+		Crun: crun, CrunRoot: fs.Path(CrunRoot),
 	})
 	if err != nil {
 		panic(err) // the template and its settings are this package's own
@@ -40,7 +46,7 @@ func ContainerdConfigTOML(fs fsys.FS, systemdCgroup bool) string {
 type containerdSettings struct {
 	Root, State, Socket, TTRPCSocket, Opt, SandboxImage      string
 	CNIBinDir, CNIConfDir, RuncRoot, ShimPath, ShimSocketDir string
-	RegistryHostsDir, OperatorCNIBinDir                      string
+	RegistryHostsDir, OperatorCNIBinDir, Crun, CrunRoot      string
 	SystemdCgroup                                            bool
 }
 
@@ -99,13 +105,25 @@ disabled_plugins = [
   # under the root prefix and reset finds them.
   netns_mounts_under_state_dir = true
   [plugins."io.containerd.cri.v1.runtime".containerd]
-    default_runtime_name = "runc"
+    default_runtime_name = {{if .Crun}}"crun"{{else}}"runc"{{end}}
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       runtime_path = {{q .ShimPath}}
       [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
         SystemdCgroup = {{.SystemdCgroup}}
         Root = {{q .RuncRoot}}
+{{- if .Crun}}
+    # This cgroup v2 host has crun: the same shim runs it in runc's stead
+    # for every pod that names no other runtime handler (half of runc's CPU
+    # per container); runc stays as the handler "runc".
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.crun]
+      runtime_type = "io.containerd.runc.v2"
+      runtime_path = {{q .ShimPath}}
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.crun.options]
+        BinaryName = {{q .Crun}}
+        SystemdCgroup = {{.SystemdCgroup}}
+        Root = {{q .CrunRoot}}
+{{- end}}
   [plugins."io.containerd.cri.v1.runtime".cni]
     # kubeboot's plugins first, then the usual directory, where an
     # operator's CNI (init --flannel-backend none) installs its own.

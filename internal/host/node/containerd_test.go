@@ -1,6 +1,7 @@
 package node
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
@@ -20,7 +21,7 @@ func TestContainerdConfigTOML(t *testing.T) {
 			State   string
 			Plugins map[string]map[string]any
 		}
-		if err := toml.Unmarshal([]byte(ContainerdConfigTOML(fs, systemd)), &c); err != nil {
+		if err := toml.Unmarshal([]byte(ContainerdConfigTOML(fs, systemd, "")), &c); err != nil {
 			t.Fatalf("not TOML: %v", err)
 		}
 		if c.Version != 4 || c.Root != fs.Path(ContainerdRoot) || c.State != fs.Path(ContainerdState) {
@@ -41,6 +42,46 @@ func TestContainerdConfigTOML(t *testing.T) {
 		}
 		if opts["SystemdCgroup"] != systemd || opts["Root"] != fs.Path(RuncRoot) || rt["runtime_path"] != fs.Path(ShimPath) {
 			t.Errorf("runc runtime %v", rt)
+		}
+		if _, ok := opts["BinaryName"]; ok {
+			t.Errorf("runc runtime names a binary: %v", opts)
+		}
+		ctr := c.Plugins["io.containerd.cri.v1.runtime"]["containerd"].(map[string]any)
+		if ctr["default_runtime_name"] != "runc" || len(ctr["runtimes"].(map[string]any)) != 1 {
+			t.Errorf("without crun: default runtime %v, runtimes %v; want runc alone", ctr["default_runtime_name"], ctr["runtimes"])
+		}
+	}
+}
+
+// On a host with crun, the pods run with it through the same shim by
+// default, and runc stays as the handler "runc" with its own state.
+func TestContainerdConfigTOMLCrun(t *testing.T) {
+	fs := fsys.NewRoot("/srv/node-a")
+	var c struct {
+		Plugins map[string]map[string]any
+	}
+	if err := toml.Unmarshal([]byte(ContainerdConfigTOML(fs, true, "/usr/bin/crun")), &c); err != nil {
+		t.Fatalf("not TOML: %v", err)
+	}
+	ctr := c.Plugins["io.containerd.cri.v1.runtime"]["containerd"].(map[string]any)
+	if ctr["default_runtime_name"] != "crun" {
+		t.Errorf("default runtime %v, want crun", ctr["default_runtime_name"])
+	}
+	rts := ctr["runtimes"].(map[string]any)
+	want := map[string]map[string]any{
+		"crun": {"BinaryName": "/usr/bin/crun", "SystemdCgroup": true, "Root": fs.Path(CrunRoot)},
+		"runc": {"SystemdCgroup": true, "Root": fs.Path(RuncRoot)},
+	}
+	if len(rts) != len(want) {
+		t.Fatalf("runtimes %v, want crun and runc", rts)
+	}
+	for name, opts := range want {
+		rt := rts[name].(map[string]any)
+		if rt["runtime_type"] != "io.containerd.runc.v2" || rt["runtime_path"] != fs.Path(ShimPath) {
+			t.Errorf("%s: %v, want kubeboot's runc shim", name, rt)
+		}
+		if got := rt["options"].(map[string]any); !maps.Equal(got, opts) {
+			t.Errorf("%s options %v, want %v", name, got, opts)
 		}
 	}
 }

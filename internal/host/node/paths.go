@@ -21,6 +21,9 @@ const (
 	// RuncRoot is runc's state (one directory per container); runc's own
 	// default is /run/containerd/runc, shared by every node of a machine.
 	RuncRoot = "/run/kubeboot/runc"
+	// CrunRoot is crun's, where the host's crun runs the containers
+	// (host.Crun).
+	CrunRoot = "/run/kubeboot/crun"
 	// ShimSocketsDir holds, in a directory per node tag, the shims'
 	// sockets of nodes whose root prefix is too long for them to sit in
 	// the state dir (see ShimSocketDir). It is a host path, apart from

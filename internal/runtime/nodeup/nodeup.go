@@ -201,9 +201,15 @@ func (n *Node) Checks() []preflight.Check {
 	checks = append(checks, preflight.SocketPaths(n.FS, sockets...))
 	if r.ManagedContainerd() {
 		checks = append(checks,
-			// kubeboot carries containerd 2 and its shim; runc is the one
-			// runtime piece it takes from the distribution.
-			preflight.InPath("runc", "kubeboot's containerd runs containers with runc: run `apt-get install runc` (or give --cri-socket of a CRI runtime of your own)"),
+			// kubeboot carries containerd 2 and its shim; runc (or, on a
+			// cgroup v2 host that has it, crun) is the one runtime piece
+			// it takes from the distribution.
+			preflight.Check{Name: "FileExisting-runc", Run: func() ([]string, error) {
+				if crun, _ := host.Crun(); crun != "" {
+					return nil, nil
+				}
+				return preflight.InPath("runc", "kubeboot's containerd runs containers with runc: run `apt-get install runc` (or give --cri-socket of a CRI runtime of your own)").Run()
+			}},
 			preflight.Check{Name: "Helpers", Run: func() ([]string, error) {
 				_, err := helpers.Load()
 				if errors.Is(err, helpers.ErrNotBuilt) && n.Exe != "" {
@@ -329,8 +335,14 @@ func (n *Node) StartRuntime(ctx context.Context, prefix string) error {
 		if err := node.WriteImageRegistry(n.FS); err != nil {
 			return err
 		}
+		crun, notUsed := host.Crun()
+		if crun != "" {
+			n.Logf("[%s] This cgroup v2 host has crun: containerd runs containers with %s (runc stays, as the runtime handler \"runc\")", prefix, crun)
+		} else if notUsed != "" {
+			n.Logf("[%s] containerd runs containers with runc, not the host's crun: %s", prefix, notUsed)
+		}
 		n.Logf("[%s] Writing containerd configuration to file %q", prefix, n.FS.Path(node.ContainerdConfig))
-		if err := n.FS.WriteFile(node.ContainerdConfig, []byte(node.ContainerdConfigTOML(n.FS, node.KubeletConfiguration(n.Cfg).CgroupDriver == host.DriverSystemd)), 0o644); err != nil {
+		if err := n.FS.WriteFile(node.ContainerdConfig, []byte(node.ContainerdConfigTOML(n.FS, node.KubeletConfiguration(n.Cfg).CgroupDriver == host.DriverSystemd, crun)), 0o644); err != nil {
 			return err
 		}
 		spec := r.ContainerdSpec()
