@@ -18,7 +18,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"strconv"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -46,7 +48,17 @@ func run(kubeconfig string, pods int) error {
 	if err != nil {
 		return err
 	}
+	// A burst left by an earlier run would be counted in this one.
+	deletePods(c)
 	defer deletePods(c)
+	// Interrupted, it still deletes its pods.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		<-sig
+		deletePods(c)
+		os.Exit(1)
+	}()
 	r, err := burst.Run(c, hostProcesses, pods)
 	if err != nil {
 		return err

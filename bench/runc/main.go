@@ -7,14 +7,15 @@
 // containers. Several runtimes are measured in turn, one container of each
 // at a time, so that a slower minute of the machine weighs on all of them.
 //
-//	go run ./bench/runc [-n 50] [-systemd-cgroup] [-pause FILE] [runtime ...]   (as root; default: runc in PATH)
+//	go run ./bench/runc [-n 50] [-systemd-cgroup] [-no-resources] [-pause FILE] [runtime ...]   (as root; default: runc in PATH)
 //
 // The containers run kubeboot's pause in a read-only rootfs, in their own
 // namespaces, under the cgroup kubeboot-bench-runc, which the benchmark
 // removes when it ends. With -systemd-cgroup the runtimes make the
 // containers' cgroups through systemd (`--systemd-cgroup`, a scope in the
-// slice kubeboot-bench-runc.slice), as the shim has them do on a systemd
-// host. On a host without Go (a Debian VM), build the bench and pause
+// slice kubebootbenchrunc.slice), as the shim has them do on a systemd
+// host. -no-resources leaves the spec's linux.resources out, for a
+// machine where crun cannot load the device rules. On a host without Go (a Debian VM), build the bench and pause
 // elsewhere and give pause's file with -pause:
 //
 //	CGO_ENABLED=0 go build -o runc-bench ./bench/runc
@@ -44,7 +45,12 @@ import (
 // bundle), one directory per controller, removed at the end.
 const cgroupParent = "kubeboot-bench-runc"
 
-// systemdCgroup and pauseFile are the flags of the same names.
+// systemdSlice is the slice of the containers with -systemd-cgroup (one
+// scope at a time: each container's is gone with its delete).
+const systemdSlice = "kubebootbenchrunc.slice"
+
+// systemdCgroup, noResources and pauseFile are the flags -systemd-cgroup,
+// -no-resources and -pause.
 var (
 	systemdCgroup, noResources bool
 	pauseFile                  string
@@ -140,9 +146,13 @@ func once(ctx context.Context, runtime, state, bundle, id string, c *cost) (err 
 	}
 	pidFile := filepath.Join(state, id+".pid")
 	created := false
+	global := []string{"--root", state}
+	if systemdCgroup {
+		global = append(global, "--systemd-cgroup")
+	}
 	defer func() {
 		if err != nil && created {
-			exec.Command(runtime, "--root", state, "delete", "--force", id).Run() //nolint:errcheck // best effort, the error is err
+			exec.Command(runtime, append(global, "delete", "--force", id)...).Run() //nolint:errcheck // best effort, the error is err
 		}
 	}()
 	// The container's stdio is the runtime's: a file, not a pipe, which
@@ -154,10 +164,6 @@ func once(ctx context.Context, runtime, state, bundle, id string, c *cost) (err 
 	defer os.Remove(stderr.Name())
 	defer stderr.Close()
 	do := func(op string, args ...string) error {
-		global := []string{"--root", state}
-		if systemdCgroup {
-			global = append(global, "--systemd-cgroup")
-		}
 		cmd := exec.CommandContext(ctx, runtime, append(append(global, op), args...)...)
 		cmd.Dir = bundle
 		stderr.Truncate(0) //nolint:errcheck
@@ -281,8 +287,9 @@ func makeBundle(runtime, bundle string) error {
 	}
 	if systemdCgroup {
 		// slice:prefix:name, as containerd's CRI gives runc with
-		// SystemdCgroup: a scope kubeboot-bench-runc-bench.scope.
-		linux["cgroupsPath"] = cgroupParent + ".slice:" + cgroupParent + ":bench"
+		// SystemdCgroup: a scope kubeboot-bench-runc-bench.scope in a
+		// top-level slice (a dash in a slice's name nests it).
+		linux["cgroupsPath"] = systemdSlice + ":" + cgroupParent + ":bench"
 	}
 	b, err = json.MarshalIndent(s, "", "  ")
 	if err != nil {
@@ -313,7 +320,7 @@ func installPause(dst string) error {
 // containers' own cgroups went with `delete`).
 func removeCgroups() {
 	if systemdCgroup {
-		exec.Command("systemctl", "stop", cgroupParent+".slice").Run() //nolint:errcheck // best effort: gone when no container was made
+		exec.Command("systemctl", "stop", systemdSlice).Run() //nolint:errcheck // best effort: gone when no container was made
 	}
 	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + cgroupParent)
 	if d := "/sys/fs/cgroup/" + cgroupParent; exists(d) {

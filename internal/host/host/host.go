@@ -16,11 +16,14 @@
 package host
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/version"
 )
@@ -68,12 +71,13 @@ func CgroupDriver() string {
 
 // Crun is the path of the host's crun where a node's containers run with
 // it rather than runc: on a cgroup v2 host whose PATH has a crun of
-// MinCrun or later (crun refuses a hybrid hierarchy — "cgroups in hybrid
-// mode not supported" — and, before 1.14.3, every spec whose ociVersion
-// is not 1.0.x: containerd 2 writes 1.3.0, and crun answers "unknown
-// version specified"; Debian 12's is 1.8.1, Ubuntu 24.04's 1.14.1).
-// Elsewhere "", runc; and where a cgroup v2 host's crun is not used, why.
-func Crun() (path, notUsed string) {
+// MinCrun or later, built with systemd's cgroup manager where the node
+// uses it (crun refuses a hybrid hierarchy — "cgroups in hybrid mode not
+// supported" — and, before 1.14.3, every spec whose ociVersion is not
+// 1.0.x: containerd 2 writes 1.3.0, and crun answers "unknown version
+// specified"; Debian 12's is 1.8.1). Elsewhere "", runc; and where a
+// cgroup v2 host's crun is not used, why.
+func Crun(systemdCgroup bool) (path, notUsed string) {
 	if !CgroupV2() {
 		return "", ""
 	}
@@ -81,7 +85,9 @@ func Crun() (path, notUsed string) {
 	if err != nil {
 		return "", ""
 	}
-	out, err := exec.Command(p, "--version").Output()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, p, "--version").Output()
 	if err != nil {
 		return "", fmt.Sprintf("%s --version: %v", p, err)
 	}
@@ -92,6 +98,10 @@ func Crun() (path, notUsed string) {
 	}
 	if !v.AtLeast(minCrun) {
 		return "", fmt.Sprintf("%s is %s, older than %s, which runs containerd 2's specs", p, v, minCrun)
+	}
+	// The build's features, a line such as "+SYSTEMD +SELINUX +APPARMOR".
+	if systemdCgroup && !slices.Contains(strings.Fields(string(out)), "+SYSTEMD") {
+		return "", fmt.Sprintf("%s is built without systemd's cgroup manager (no +SYSTEMD in its --version), which this node's cgroup driver needs", p)
 	}
 	return p, ""
 }

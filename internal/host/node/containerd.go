@@ -21,11 +21,13 @@ import (
 // scores). NRI is off: its socket would be /var/run/nri/nri.sock, shared
 // by every node of a machine, and nothing of kubeboot's uses it.
 //
-// crun, when not "", is the host's crun (host.Crun): containers run with
-// it by default, through the same shim (its BinaryName), and runc stays
-// as the runtime handler "runc" (a RuntimeClass's, and the pods made
-// before). crun costs half of runc's CPU per container (docs/design.md §14).
-func ContainerdConfigTOML(fs fsys.FS, systemdCgroup bool, crun string) string {
+// The host's OCI runtimes (rt): runc, as the runtime handler "runc", the
+// default unless the host has a crun that can run containerd 2's specs
+// (host.Crun), which then runs every pod that names no other handler,
+// through the same shim (its BinaryName); runc stays as the handler "runc"
+// (a RuntimeClass with handler: runc selects it) where the host has it.
+// crun costs about half of runc's CPU per container (docs/design.md §14).
+func ContainerdConfigTOML(fs fsys.FS, systemdCgroup bool, rt Runtimes) string {
 	var b strings.Builder
 	err := containerdConfig.Execute(&b, containerdSettings{
 		Root: fs.Path(ContainerdRoot), State: fs.Path(ContainerdState),
@@ -34,7 +36,7 @@ func ContainerdConfigTOML(fs fsys.FS, systemdCgroup bool, crun string) string {
 		CNIBinDir: fs.Path(CNIBinDir), OperatorCNIBinDir: fs.Path(OperatorCNIBinDir), CNIConfDir: fs.Path(CNIConfDir),
 		RuncRoot: fs.Path(RuncRoot), ShimPath: fs.Path(ShimPath), ShimSocketDir: ShimSocketDir(fs),
 		RegistryHostsDir: fs.Path(RegistryHostsDir), SystemdCgroup: systemdCgroup,
-		Crun: crun, CrunRoot: fs.Path(CrunRoot),
+		Crun: rt.Crun, CrunRoot: fs.Path(CrunRoot), Runc: rt.Crun == "" || !rt.NoRunc,
 	})
 	if err != nil {
 		panic(err) // the template and its settings are this package's own
@@ -42,12 +44,21 @@ func ContainerdConfigTOML(fs fsys.FS, systemdCgroup bool, crun string) string {
 	return b.String()
 }
 
+// Runtimes are the OCI runtimes the host gives a node's containerd; the
+// zero value is runc alone.
+type Runtimes struct {
+	// Crun is the host's crun (host.Crun), the pods' default when not "".
+	Crun string
+	// NoRunc, with Crun, says the host has no runc: no handler "runc".
+	NoRunc bool
+}
+
 // containerdSettings are what the configuration names of this node.
 type containerdSettings struct {
 	Root, State, Socket, TTRPCSocket, Opt, SandboxImage      string
 	CNIBinDir, CNIConfDir, RuncRoot, ShimPath, ShimSocketDir string
 	RegistryHostsDir, OperatorCNIBinDir, Crun, CrunRoot      string
-	SystemdCgroup                                            bool
+	SystemdCgroup, Runc                                      bool
 }
 
 // containerdConfig is the configuration with its comments, for the
@@ -106,16 +117,18 @@ disabled_plugins = [
   netns_mounts_under_state_dir = true
   [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = {{if .Crun}}"crun"{{else}}"runc"{{end}}
+{{- if .Runc}}
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       runtime_path = {{q .ShimPath}}
       [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
         SystemdCgroup = {{.SystemdCgroup}}
         Root = {{q .RuncRoot}}
+{{- end}}
 {{- if .Crun}}
-    # This cgroup v2 host has crun: the same shim runs it in runc's stead
-    # for every pod that names no other runtime handler (half of runc's CPU
-    # per container); runc stays as the handler "runc".
+    # This cgroup v2 host has a crun that runs containerd 2's specs: the
+    # same shim runs it in runc's stead for every pod that names no other
+    # runtime handler (about half of runc's CPU per container).
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.crun]
       runtime_type = "io.containerd.runc.v2"
       runtime_path = {{q .ShimPath}}

@@ -2,6 +2,7 @@ package node
 
 import (
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
@@ -21,7 +22,7 @@ func TestContainerdConfigTOML(t *testing.T) {
 			State   string
 			Plugins map[string]map[string]any
 		}
-		if err := toml.Unmarshal([]byte(ContainerdConfigTOML(fs, systemd, "")), &c); err != nil {
+		if err := toml.Unmarshal([]byte(ContainerdConfigTOML(fs, systemd, Runtimes{})), &c); err != nil {
 			t.Fatalf("not TOML: %v", err)
 		}
 		if c.Version != 4 || c.Root != fs.Path(ContainerdRoot) || c.State != fs.Path(ContainerdState) {
@@ -54,34 +55,45 @@ func TestContainerdConfigTOML(t *testing.T) {
 }
 
 // On a host with crun, the pods run with it through the same shim by
-// default, and runc stays as the handler "runc" with its own state.
+// default, and runc stays as the handler "runc" with its own state, where
+// the host has runc.
 func TestContainerdConfigTOMLCrun(t *testing.T) {
 	fs := fsys.NewRoot("/srv/node-a")
-	var c struct {
-		Plugins map[string]map[string]any
-	}
-	if err := toml.Unmarshal([]byte(ContainerdConfigTOML(fs, true, "/usr/bin/crun")), &c); err != nil {
-		t.Fatalf("not TOML: %v", err)
-	}
-	ctr := c.Plugins["io.containerd.cri.v1.runtime"]["containerd"].(map[string]any)
-	if ctr["default_runtime_name"] != "crun" {
-		t.Errorf("default runtime %v, want crun", ctr["default_runtime_name"])
-	}
-	rts := ctr["runtimes"].(map[string]any)
-	want := map[string]map[string]any{
-		"crun": {"BinaryName": "/usr/bin/crun", "SystemdCgroup": true, "Root": fs.Path(CrunRoot)},
-		"runc": {"SystemdCgroup": true, "Root": fs.Path(RuncRoot)},
-	}
-	if len(rts) != len(want) {
-		t.Fatalf("runtimes %v, want crun and runc", rts)
-	}
-	for name, opts := range want {
-		rt := rts[name].(map[string]any)
-		if rt["runtime_type"] != "io.containerd.runc.v2" || rt["runtime_path"] != fs.Path(ShimPath) {
-			t.Errorf("%s: %v, want kubeboot's runc shim", name, rt)
+	for _, systemd := range []bool{true, false} {
+		for _, noRunc := range []bool{false, true} {
+			var c struct {
+				Plugins map[string]map[string]any
+			}
+			if err := toml.Unmarshal([]byte(ContainerdConfigTOML(fs, systemd, Runtimes{Crun: "/usr/bin/crun", NoRunc: noRunc})), &c); err != nil {
+				t.Fatalf("not TOML: %v", err)
+			}
+			ctr := c.Plugins["io.containerd.cri.v1.runtime"]["containerd"].(map[string]any)
+			if ctr["default_runtime_name"] != "crun" {
+				t.Errorf("default runtime %v, want crun", ctr["default_runtime_name"])
+			}
+			rts := ctr["runtimes"].(map[string]any)
+			want := map[string]map[string]any{
+				"crun": {"BinaryName": "/usr/bin/crun", "SystemdCgroup": systemd, "Root": fs.Path(CrunRoot)},
+			}
+			if !noRunc {
+				want["runc"] = map[string]any{"SystemdCgroup": systemd, "Root": fs.Path(RuncRoot)}
+			}
+			if len(rts) != len(want) {
+				t.Fatalf("host without runc %v: runtimes %v, want %d", noRunc, rts, len(want))
+			}
+			for name, opts := range want {
+				rt := rts[name].(map[string]any)
+				if rt["runtime_type"] != "io.containerd.runc.v2" || rt["runtime_path"] != fs.Path(ShimPath) {
+					t.Errorf("%s: %v, want kubeboot's runc shim", name, rt)
+				}
+				if got := rt["options"].(map[string]any); !maps.Equal(got, opts) {
+					t.Errorf("%s options %v, want %v", name, got, opts)
+				}
+			}
 		}
-		if got := rt["options"].(map[string]any); !maps.Equal(got, opts) {
-			t.Errorf("%s options %v, want %v", name, got, opts)
-		}
+	}
+	// Without crun, runc is there whatever NoRunc says: it is the runtime.
+	if s := ContainerdConfigTOML(fs, true, Runtimes{NoRunc: true}); !strings.Contains(s, "runtimes.runc]") {
+		t.Errorf("no crun: no runc runtime either:\n%s", s)
 	}
 }

@@ -205,10 +205,18 @@ func (n *Node) Checks() []preflight.Check {
 			// cgroup v2 host that has it, crun) is the one runtime piece
 			// it takes from the distribution.
 			preflight.Check{Name: "FileExisting-runc", Run: func() ([]string, error) {
-				if crun, _ := host.Crun(); crun != "" {
+				crun, notUsed := host.Crun(n.systemdCgroup())
+				if _, err := exec.LookPath("runc"); err == nil {
 					return nil, nil
 				}
-				return preflight.InPath("runc", "kubeboot's containerd runs containers with runc: run `apt-get install runc` (or give --cri-socket of a CRI runtime of your own)").Run()
+				if crun != "" {
+					return []string{"runc not found in PATH: pods run with " + crun + ", and the runtime handler \"runc\" is not offered (`apt-get install runc` to have it)"}, nil
+				}
+				fix := "kubeboot's containerd runs containers with runc: run `apt-get install runc` (or give --cri-socket of a CRI runtime of your own)"
+				if notUsed != "" {
+					fix += "; the host's crun does not do: " + notUsed
+				}
+				return nil, fmt.Errorf("runc not found in PATH: %s", fix)
 			}},
 			preflight.Check{Name: "Helpers", Run: func() ([]string, error) {
 				_, err := helpers.Load()
@@ -335,14 +343,22 @@ func (n *Node) StartRuntime(ctx context.Context, prefix string) error {
 		if err := node.WriteImageRegistry(n.FS); err != nil {
 			return err
 		}
-		crun, notUsed := host.Crun()
-		if crun != "" {
-			n.Logf("[%s] This cgroup v2 host has crun: containerd runs containers with %s (runc stays, as the runtime handler \"runc\")", prefix, crun)
-		} else if notUsed != "" {
+		var rt node.Runtimes
+		var notUsed string
+		rt.Crun, notUsed = host.Crun(n.systemdCgroup())
+		if _, err := exec.LookPath("runc"); err != nil {
+			rt.NoRunc = true
+		}
+		switch {
+		case rt.Crun != "" && rt.NoRunc:
+			n.Logf("[%s] This cgroup v2 host has crun and no runc: containerd runs containers with %s", prefix, rt.Crun)
+		case rt.Crun != "":
+			n.Logf("[%s] This cgroup v2 host has crun: containerd runs containers with %s (runc stays, as the runtime handler \"runc\")", prefix, rt.Crun)
+		case notUsed != "":
 			n.Logf("[%s] containerd runs containers with runc, not the host's crun: %s", prefix, notUsed)
 		}
 		n.Logf("[%s] Writing containerd configuration to file %q", prefix, n.FS.Path(node.ContainerdConfig))
-		if err := n.FS.WriteFile(node.ContainerdConfig, []byte(node.ContainerdConfigTOML(n.FS, node.KubeletConfiguration(n.Cfg).CgroupDriver == host.DriverSystemd, crun)), 0o644); err != nil {
+		if err := n.FS.WriteFile(node.ContainerdConfig, []byte(node.ContainerdConfigTOML(n.FS, n.systemdCgroup(), rt)), 0o644); err != nil {
 			return err
 		}
 		spec := r.ContainerdSpec()
@@ -509,4 +525,10 @@ func (n *Node) StartKubeProxy(prefix string) error {
 		return err
 	}
 	return n.WriteSpec(n.Renderer().KubeProxySpec(), prefix)
+}
+
+// systemdCgroup reports whether the node's runtime makes cgroups through
+// systemd, as its kubelet does.
+func (n *Node) systemdCgroup() bool {
+	return node.KubeletConfiguration(n.Cfg).CgroupDriver == host.DriverSystemd
 }
