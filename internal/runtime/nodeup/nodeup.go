@@ -528,7 +528,12 @@ func (n *Node) StartKubeProxy(prefix string) error {
 }
 
 // systemdCgroup reports whether the node's runtime makes cgroups through
-// systemd, as its kubelet does.
+// systemd, as its kubelet does: the driver its KubeletConfiguration names,
+// else the host's (node.KubeletConfiguration's rule). A joining node's
+// configuration is not whole before it reads the cluster's (preflight).
 func (n *Node) systemdCgroup() bool {
-	return node.KubeletConfiguration(n.Cfg).CgroupDriver == host.DriverSystemd
+	if n.Cfg != nil && n.Cfg.Kubelet != nil && n.Cfg.Kubelet.CgroupDriver != "" {
+		return n.Cfg.Kubelet.CgroupDriver == host.DriverSystemd
+	}
+	return host.CgroupDriver() == host.DriverSystemd
 }
