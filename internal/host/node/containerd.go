@@ -1,12 +1,15 @@
 package node
 
 import (
+	"fmt"
+	"os/exec"
 	"path"
 	"strconv"
 	"strings"
 	"text/template"
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/host/host"
 	"github.com/kubeboot/kubeboot/internal/host/images"
 )
 
@@ -51,6 +54,48 @@ type Runtimes struct {
 	Crun string
 	// NoRunc, with Crun, says the host has no runc: no handler "runc".
 	NoRunc bool
+}
+
+// HostRuntimes are the OCI runtimes this host gives a node's containerd
+// (systemdCgroup: the node's cgroup driver is systemd's): its crun where
+// host.Crun takes it, and whether its PATH lacks runc; and, where a cgroup
+// v2 host's crun is not used, why.
+func HostRuntimes(systemdCgroup bool) (rt Runtimes, notUsed string) {
+	rt.Crun, notUsed = host.Crun(systemdCgroup)
+	_, err := exec.LookPath("runc")
+	rt.NoRunc = err != nil
+	return rt, notUsed
+}
+
+// Check is preflight's verdict on the runtimes (FileExisting-runc):
+// a host without runc passes with a warning where its crun runs the pods,
+// and fails otherwise, saying why its crun (notUsed) does not do.
+func (rt Runtimes) Check(notUsed string) (warnings []string, err error) {
+	switch {
+	case !rt.NoRunc:
+		return nil, nil
+	case rt.Crun != "":
+		return []string{"runc not found in PATH: pods run with " + rt.Crun + ", and the runtime handler \"runc\" is not offered (`apt-get install runc` to have it)"}, nil
+	}
+	fix := "kubeboot's containerd runs containers with runc: run `apt-get install runc` (or give --cri-socket of a CRI runtime of your own)"
+	if notUsed != "" {
+		fix += "; the host's crun does not do: " + notUsed
+	}
+	return nil, fmt.Errorf("runc not found in PATH: %s", fix)
+}
+
+// Choice says, for init's and join's log, which runtime runs the node's
+// containers where the host has a crun; "" where it has none.
+func (rt Runtimes) Choice(notUsed string) string {
+	switch {
+	case rt.Crun != "" && rt.NoRunc:
+		return "This cgroup v2 host has crun and no runc: containerd runs containers with " + rt.Crun
+	case rt.Crun != "":
+		return "This cgroup v2 host has crun: containerd runs containers with " + rt.Crun + " (runc stays, as the runtime handler \"runc\")"
+	case notUsed != "":
+		return "containerd runs containers with runc, not the host's crun: " + notUsed
+	}
+	return ""
 }
 
 // containerdSettings are what the configuration names of this node.

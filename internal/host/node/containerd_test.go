@@ -97,3 +97,41 @@ func TestContainerdConfigTOMLCrun(t *testing.T) {
 		t.Errorf("no crun: no runc runtime either:\n%s", s)
 	}
 }
+
+// Preflight's verdict and init's log line for each runtime a host gives.
+func TestRuntimesCheckAndChoice(t *testing.T) {
+	const older = "/usr/bin/crun is 1.8.1, older than 1.14.3, which runs containerd 2's specs"
+	for _, c := range []struct {
+		name      string
+		rt        Runtimes
+		notUsed   string
+		warning   string // a part of the one warning, or "" for none
+		err       string // a part of the error, or "" for none
+		choiceHas string // a part of the log line, or "" for no line
+	}{
+		{"runc alone", Runtimes{}, "", "", "", ""},
+		{"runc, and a crun not used", Runtimes{}, older, "", "", "with runc, not the host's crun: " + older},
+		{"crun and runc", Runtimes{Crun: "/usr/local/bin/crun"}, "", "", "", `with /usr/local/bin/crun (runc stays, as the runtime handler "runc")`},
+		{"crun, no runc", Runtimes{Crun: "/usr/bin/crun", NoRunc: true}, "", "pods run with /usr/bin/crun", "", "crun and no runc: containerd runs containers with /usr/bin/crun"},
+		{"no runtime", Runtimes{NoRunc: true}, "", "", "runc not found in PATH: kubeboot's containerd runs containers with runc", ""},
+		{"no runc, a crun not used", Runtimes{NoRunc: true}, older, "", "the host's crun does not do: " + older, "with runc, not the host's crun"},
+	} {
+		warnings, err := c.rt.Check(c.notUsed)
+		switch {
+		case c.err == "" && err != nil:
+			t.Errorf("%s: Check failed: %v", c.name, err)
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%s: Check's error %v, want one with %q", c.name, err, c.err)
+		}
+		switch {
+		case c.warning == "" && len(warnings) != 0:
+			t.Errorf("%s: warnings %q, want none", c.name, warnings)
+		case c.warning != "" && (len(warnings) != 1 || !strings.Contains(warnings[0], c.warning)):
+			t.Errorf("%s: warnings %q, want one with %q", c.name, warnings, c.warning)
+		}
+		got := c.rt.Choice(c.notUsed)
+		if (c.choiceHas == "") != (got == "") || !strings.Contains(got, c.choiceHas) {
+			t.Errorf("%s: Choice = %q, want a line with %q", c.name, got, c.choiceHas)
+		}
+	}
+}

@@ -18,6 +18,17 @@ import (
 	"github.com/kubeboot/kubeboot/pkg/config"
 )
 
+// CgroupDriver is the cgroup driver of a node's kubelet and runtime: the
+// one the user's KubeletConfiguration document names, else this host's
+// (host.CgroupDriver). It needs no more of c than that document, which a
+// joining node has before the cluster's part (its preflight).
+func CgroupDriver(c *config.Config) string {
+	if c != nil && c.Kubelet != nil && c.Kubelet.CgroupDriver != "" {
+		return c.Kubelet.CgroupDriver
+	}
+	return host.CgroupDriver()
+}
+
 // KubeletConfiguration is the cluster-wide kubelet configuration kubeboot
 // uploads to the kubelet-config ConfigMap, with node paths: the user's
 // KubeletConfiguration document, with kubeadm's defaults for the fields it
@@ -30,9 +41,7 @@ func KubeletConfiguration(c *config.Config) *kubeletv1beta1.KubeletConfiguration
 		k = c.Kubelet.DeepCopy()
 	}
 	k.APIVersion, k.Kind = kubeletv1beta1.SchemeGroupVersion.String(), "KubeletConfiguration"
-	if k.CgroupDriver == "" {
-		k.CgroupDriver = host.CgroupDriver()
-	}
+	k.CgroupDriver = CgroupDriver(c)
 	if k.FailCgroupV1 == nil && !host.CgroupV2() {
 		k.FailCgroupV1 = ptr.To(false)
 	}

@@ -7,6 +7,7 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/host/host"
 	"github.com/kubeboot/kubeboot/pkg/config"
 )
 
@@ -56,5 +57,29 @@ func TestKubeletConfigurationKeepsTheUsersChoices(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("config.yaml lacks %q:\n%s", want, b)
 		}
+	}
+}
+
+// The node's cgroup driver is the document's where it names one, else the
+// host's — also for a joining node, whose configuration has no cluster
+// part yet at its preflight (a nil Cluster once panicked there).
+func TestCgroupDriver(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cfg  *config.Config
+		want string
+	}{
+		{"no configuration", nil, host.CgroupDriver()},
+		{"no KubeletConfiguration", &config.Config{}, host.CgroupDriver()},
+		{"a document without a driver", &config.Config{Kubelet: &kubeletv1beta1.KubeletConfiguration{}}, host.CgroupDriver()},
+		{"a document naming systemd", &config.Config{Kubelet: &kubeletv1beta1.KubeletConfiguration{CgroupDriver: "systemd"}}, "systemd"},
+		{"a document naming cgroupfs", &config.Config{Kubelet: &kubeletv1beta1.KubeletConfiguration{CgroupDriver: "cgroupfs"}}, "cgroupfs"},
+	} {
+		if got := CgroupDriver(c.cfg); got != c.want {
+			t.Errorf("%s: CgroupDriver = %q, want %q", c.name, got, c.want)
+		}
+	}
+	if c := initConfig(t); KubeletConfiguration(c).CgroupDriver != CgroupDriver(c) {
+		t.Errorf("the kubelet's driver %q is not the node's %q", KubeletConfiguration(c).CgroupDriver, CgroupDriver(c))
 	}
 }

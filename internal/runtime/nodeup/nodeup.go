@@ -205,18 +205,11 @@ func (n *Node) Checks() []preflight.Check {
 			// cgroup v2 host that has it, crun) is the one runtime piece
 			// it takes from the distribution.
 			preflight.Check{Name: "FileExisting-runc", Run: func() ([]string, error) {
-				crun, notUsed := host.Crun(n.systemdCgroup())
 				if _, err := exec.LookPath("runc"); err == nil {
-					return nil, nil
+					return nil, nil // crun or not, the node has a runtime
 				}
-				if crun != "" {
-					return []string{"runc not found in PATH: pods run with " + crun + ", and the runtime handler \"runc\" is not offered (`apt-get install runc` to have it)"}, nil
-				}
-				fix := "kubeboot's containerd runs containers with runc: run `apt-get install runc` (or give --cri-socket of a CRI runtime of your own)"
-				if notUsed != "" {
-					fix += "; the host's crun does not do: " + notUsed
-				}
-				return nil, fmt.Errorf("runc not found in PATH: %s", fix)
+				rt, notUsed := node.HostRuntimes(n.systemdCgroup())
+				return rt.Check(notUsed)
 			}},
 			preflight.Check{Name: "Helpers", Run: func() ([]string, error) {
 				_, err := helpers.Load()
@@ -343,19 +336,9 @@ func (n *Node) StartRuntime(ctx context.Context, prefix string) error {
 		if err := node.WriteImageRegistry(n.FS); err != nil {
 			return err
 		}
-		var rt node.Runtimes
-		var notUsed string
-		rt.Crun, notUsed = host.Crun(n.systemdCgroup())
-		if _, err := exec.LookPath("runc"); err != nil {
-			rt.NoRunc = true
-		}
-		switch {
-		case rt.Crun != "" && rt.NoRunc:
-			n.Logf("[%s] This cgroup v2 host has crun and no runc: containerd runs containers with %s", prefix, rt.Crun)
-		case rt.Crun != "":
-			n.Logf("[%s] This cgroup v2 host has crun: containerd runs containers with %s (runc stays, as the runtime handler \"runc\")", prefix, rt.Crun)
-		case notUsed != "":
-			n.Logf("[%s] containerd runs containers with runc, not the host's crun: %s", prefix, notUsed)
+		rt, notUsed := node.HostRuntimes(n.systemdCgroup())
+		if c := rt.Choice(notUsed); c != "" {
+			n.Logf("[%s] %s", prefix, c)
 		}
 		n.Logf("[%s] Writing containerd configuration to file %q", prefix, n.FS.Path(node.ContainerdConfig))
 		if err := n.FS.WriteFile(node.ContainerdConfig, []byte(node.ContainerdConfigTOML(n.FS, n.systemdCgroup(), rt)), 0o644); err != nil {
@@ -528,12 +511,7 @@ func (n *Node) StartKubeProxy(prefix string) error {
 }
 
 // systemdCgroup reports whether the node's runtime makes cgroups through
-// systemd, as its kubelet does: the driver its KubeletConfiguration names,
-// else the host's (node.KubeletConfiguration's rule). A joining node's
-// configuration is not whole before it reads the cluster's (preflight).
+// systemd, as its kubelet does.
 func (n *Node) systemdCgroup() bool {
-	if n.Cfg != nil && n.Cfg.Kubelet != nil && n.Cfg.Kubelet.CgroupDriver != "" {
-		return n.Cfg.Kubelet.CgroupDriver == host.DriverSystemd
-	}
-	return host.CgroupDriver() == host.DriverSystemd
+	return node.CgroupDriver(n.Cfg) == host.DriverSystemd
 }
