@@ -15,8 +15,9 @@
 // containers' cgroups through systemd (`--systemd-cgroup`, a scope in the
 // slice kubebootbenchrunc.slice), as the shim has them do on a systemd
 // host. -no-resources leaves the spec's linux.resources out, for a
-// machine where crun cannot load the device rules. On a host without Go (a Debian VM), build the bench and pause
-// elsewhere and give pause's file with -pause:
+// machine where crun cannot load the device rules. On a host without Go
+// (a Debian VM), build the bench and pause elsewhere and give pause's
+// file with -pause:
 //
 //	CGO_ENABLED=0 go build -o runc-bench ./bench/runc
 //	CGO_ENABLED=0 go build -o pause ./cmd/pause
