@@ -36,11 +36,11 @@ var packages = map[string]string{
 	helpers.LocalPathProvisioner: "github.com/rancher/local-path-provisioner",
 	helpers.LocalPathHelper:      "github.com/kubeboot/kubeboot/cmd/local-path-helper",
 	helpers.MetricsServer:        "github.com/kubeboot/kubeboot/cmd/metrics-server",
-	helpers.Flannel:              "github.com/kubeboot/kubeboot/cmd/flannel",
-	helpers.KubeRouter:           "github.com/kubeboot/kubeboot/cmd/kube-router",
-	"bridge":                     "github.com/containernetworking/plugins/plugins/main/bridge",
-	"host-local":                 "github.com/containernetworking/plugins/plugins/ipam/host-local",
-	"portmap":                    "github.com/containernetworking/plugins/plugins/meta/portmap",
+	// flannel and kube-router, one binary (helpers.Links).
+	helpers.NetworkEngines: "github.com/kubeboot/kubeboot/cmd/network-engines",
+	"bridge":               "github.com/containernetworking/plugins/plugins/main/bridge",
+	"host-local":           "github.com/containernetworking/plugins/plugins/ipam/host-local",
+	"portmap":              "github.com/containernetworking/plugins/plugins/meta/portmap",
 }
 
 // buildAlone names the helpers that cannot share a go build with the others.
@@ -133,7 +133,7 @@ func run(out string) error {
 		return err
 	}
 	defer pack.Close()
-	m := helpers.Manifest{}
+	m := helpers.Manifest{Links: helpers.Links}
 	var total, packed int64
 	for _, name := range sortedKeys(packages) {
 		b, err := os.ReadFile(filepath.Join(tmp, name))

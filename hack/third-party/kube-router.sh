@@ -2,7 +2,7 @@
 # Refreshes third_party/kube-router from a clone of kube-router at a tag:
 # the packages kubeboot's policy engine links (network policy controller
 # and what it imports), their files unmodified, without tests, and a
-# manifest of their hashes (checked by cmd/kube-router's tests).
+# manifest of their hashes (checked by internal/network/kuberouter's tests).
 #
 #   hack/third-party/kube-router.sh ~/src/kube-router v2.11.1
 set -euo pipefail

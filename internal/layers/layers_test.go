@@ -26,7 +26,7 @@ const module = "github.com/kubeboot/kubeboot/"
 var groups = map[string]int{
 	"internal/base": 0, // files under a root, waits, YAML documents, versions
 	// pkg/config and pkg/clusterfile (the public types): 1
-	"internal/network":  1, // CNI configuration, the node-local balancer, the engines' waits and health
+	"internal/network":  1, // CNI configuration, the node-local balancer, the pod network's engines
 	"internal/programs": 1, // the binary's own small programs and upstream's entry points
 	"internal/host":     2, // the machine: kernel, cgroups, hardening, SSH, the node's layout, record, images and cleanup
 	"internal/kube":     3, // the API: clients, manifests, add-ons, discovery
@@ -67,6 +67,10 @@ var levels = map[string][][]string{
 	"internal/phases": {
 		{"workflow"},
 		{"initphases", "joinphases", "resetphases", "upgradephases"},
+	},
+	"internal/network": {
+		{"cni", "apilb", "healthz", "nodewait"},
+		{"flannel", "kuberouter"}, // the engines, over the CNI configuration, their waits and health
 	},
 	"internal/programs": {
 		{"settle", "pause", "kubectli18n", "testserver"},

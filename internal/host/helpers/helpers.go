@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,10 +53,18 @@ const (
 	MetricsServer = "metrics-server"
 	// The pod network's engines, run by the node daemon on every node:
 	// flannel (the overlay, each node's lease, the CNI configuration) and
-	// kube-router's network policy controller.
-	Flannel    = "flannel"
-	KubeRouter = "kube-router"
+	// kube-router's network policy controller. Both are one binary,
+	// NetworkEngines, which runs the one it is named as (Links).
+	Flannel        = "flannel"
+	KubeRouter     = "kube-router"
+	NetworkEngines = "network-engines"
 )
+
+// Links are names that Install makes links to another helper, each a
+// program of that binary that runs as its name: the processes of one
+// file share the pages of the code they have in common (docs/design.md
+// §14), and ps still names each.
+var Links = map[string]string{Flannel: NetworkEngines, KubeRouter: NetworkEngines}
 
 // ImageOnly are the helpers that only images are made of and that no
 // node needs on disk before its first pods: Install leaves them in the
@@ -101,6 +110,8 @@ type bundle struct {
 // Manifest lists the helpers a kubeboot binary carries.
 type Manifest struct {
 	Helpers []Entry `json:"helpers"`
+	// Links are names installed as links to a helper (Links at the build).
+	Links map[string]string `json:"links,omitempty"`
 }
 
 // ErrNotBuilt says the binary carries no helpers.
@@ -111,6 +122,9 @@ func (m *Manifest) Digest() string {
 	lines := make([]string, 0, len(m.Helpers))
 	for _, e := range m.Helpers {
 		lines = append(lines, e.Name+" "+e.SHA256+"\n")
+	}
+	for name, target := range m.Links {
+		lines = append(lines, name+" -> "+target+"\n")
 	}
 	sort.Strings(lines)
 	sum := sha256.Sum256([]byte(strings.Join(lines, "")))
@@ -148,6 +162,11 @@ func load(b *bundle) (*Manifest, error) {
 	for _, e := range m.Helpers {
 		if e.Offset < 0 || e.Compressed <= 0 || e.Compressed > int64(len(b.pack))-e.Offset {
 			return nil, fmt.Errorf("the helpers' manifest places %s at bytes %d+%d of a %d-byte pack", e.Name, e.Offset, e.Compressed, len(b.pack))
+		}
+	}
+	for name, target := range m.Links {
+		if _, ok := m.Get(target); !ok || name == "" || strings.ContainsRune(name, '/') {
+			return nil, fmt.Errorf("the helpers' manifest links %q to %q, which it does not carry", name, target)
 		}
 	}
 	return m, nil
@@ -207,6 +226,7 @@ const Current = "current"
 type Result struct {
 	Dir        string   // the content-addressed directory
 	Written    []string // helpers written (missing or not matching)
+	Linked     []string // links made or pointed again at their helper
 	Verified   int      // helpers already in place whose hash matched
 	Removed    []string // directories of other helper sets removed
 	Relinked   bool     // whether `current` was pointed at Dir
@@ -250,6 +270,15 @@ func install(files *bundle, dir string, logf func(format string, args ...any)) (
 			return res, fmt.Errorf("writing helper %s: %w", e.Name, err)
 		}
 		res.Written = append(res.Written, e.Name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.Links)) {
+		linked, err := fsys.Symlink(m.Links[name], filepath.Join(res.Dir, name))
+		if err != nil {
+			return res, err
+		}
+		if linked {
+			res.Linked = append(res.Linked, name)
+		}
 	}
 	if res.Relinked, err = fsys.Symlink(digest, filepath.Join(dir, Current)); err != nil {
 		return res, err

@@ -104,6 +104,63 @@ func TestInstall(t *testing.T) {
 	}
 }
 
+// withLinks is b with the manifest's links.
+func withLinks(t *testing.T, b *bundle, links map[string]string) *bundle {
+	t.Helper()
+	m := Manifest{}
+	if err := json.Unmarshal(b.manifest, &m); err != nil {
+		t.Fatal(err)
+	}
+	m.Links = links
+	b.manifest, _ = json.Marshal(m)
+	return b
+}
+
+// The manifest's links are made beside the helpers, each to its helper,
+// mended when they point elsewhere, and part of the set's digest; a link
+// to a helper the binary does not carry is refused.
+func TestInstallLinks(t *testing.T) {
+	engines := map[string]string{"network-engines": "engines bytes", "pause": "pause bytes"}
+	links := map[string]string{"flannel": "network-engines", "kube-router": "network-engines"}
+	dir := t.TempDir()
+	res, err := install(withLinks(t, fakeBundle(t, engines), links), dir, t.Logf)
+	if err != nil || !slices.Equal(res.Linked, []string{"flannel", "kube-router"}) {
+		t.Fatalf("install: %+v %v", res, err)
+	}
+	for name := range links {
+		p := filepath.Join(dir, Current, name)
+		if target, err := os.Readlink(p); err != nil || target != "network-engines" {
+			t.Errorf("%s links to %q (%v)", name, target, err)
+		}
+		if b, err := os.ReadFile(p); err != nil || string(b) != "engines bytes" {
+			t.Errorf("%s reads %q (%v)", name, b, err)
+		}
+	}
+	// One link gone, one pointing at another helper.
+	os.Remove(filepath.Join(dir, Current, "kube-router"))
+	os.Remove(filepath.Join(dir, Current, "flannel"))
+	os.Symlink("pause", filepath.Join(dir, Current, "flannel"))
+	res, err = install(withLinks(t, fakeBundle(t, engines), links), dir, t.Logf)
+	if err != nil || !slices.Equal(res.Linked, []string{"flannel", "kube-router"}) || res.Relinked {
+		t.Fatalf("mending: %+v %v", res, err)
+	}
+	if target, _ := os.Readlink(filepath.Join(dir, Current, "flannel")); target != "network-engines" {
+		t.Errorf("flannel still links to %q", target)
+	}
+	res, err = install(withLinks(t, fakeBundle(t, engines), links), dir, t.Logf)
+	if err != nil || len(res.Linked) != 0 {
+		t.Errorf("third install: %+v %v", res, err)
+	}
+	plain, _ := load(fakeBundle(t, engines))
+	linked, _ := load(withLinks(t, fakeBundle(t, engines), links))
+	if plain.Digest() == linked.Digest() {
+		t.Error("the links do not change the set's digest")
+	}
+	if _, err := install(withLinks(t, fakeBundle(t, engines), map[string]string{"flannel": "flanneld"}), t.TempDir(), t.Logf); err == nil || !strings.Contains(err.Error(), "does not carry") {
+		t.Errorf("a link to no helper: %v", err)
+	}
+}
+
 // A corrupt embedded copy never takes the helper's name.
 func TestInstallRefusesCorruptCopy(t *testing.T) {
 	// The same length, so only the hash tells them apart.

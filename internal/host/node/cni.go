@@ -11,7 +11,7 @@ import (
 
 // CNIConfList renders the node's CNI configuration for its pod subnets
 // (one per family) at the pods' MTU, as flannel writes it once it holds
-// the node's lease (package cni, cmd/flannel).
+// the node's lease (package cni, package flannel).
 func CNIConfList(fs fsys.FS, subnets []string, mtu int) ([]byte, error) {
 	return cni.ConfList(cni.Conf{Network: CNINetwork(fs), Bridge: BridgeName, Subnets: subnets, MTU: mtu,
 		DataDir: fs.Path(CNIDataDir + "/networks")})

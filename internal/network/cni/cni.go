@@ -1,8 +1,8 @@
 // Package cni renders a node's CNI configuration: a bridge with host-local
 // addresses from the node's pod subnets (one per IP family) at the pod
 // network's MTU, and portmap for hostPorts. It imports nothing of
-// Kubernetes: the pod network engine (cmd/flannel), a small binary of its
-// own, writes the file once it holds the node's lease.
+// Kubernetes: the pod network engine (package flannel, in the network
+// engines' helper binary) writes the file once it holds the node's lease.
 package cni
 
 import (

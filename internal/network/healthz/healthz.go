@@ -1,5 +1,5 @@
-// Package healthz serves the /readyz of kubeboot's small engine binaries
-// (cmd/flannel, cmd/kube-router), which the node daemon probes.
+// Package healthz serves the /readyz of kubeboot's pod network engines
+// (packages flannel and kuberouter), which the node daemon probes.
 package healthz
 
 import (

@@ -1,4 +1,4 @@
-package main
+package kuberouter
 
 import (
 	"bufio"
@@ -16,7 +16,7 @@ import (
 // has the hash UPSTREAM.sha256 took from the release's tag, and no file
 // is there that the manifest does not name.
 func TestKubeRouterCopyIsUpstreams(t *testing.T) {
-	dir := filepath.Join("..", "..", "third_party", "kube-router")
+	dir := filepath.Join("..", "..", "..", "third_party", "kube-router")
 	f, err := os.Open(filepath.Join(dir, "UPSTREAM.sha256"))
 	if err != nil {
 		t.Fatal(err)

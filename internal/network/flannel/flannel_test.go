@@ -1,4 +1,4 @@
-package main
+package flannel
 
 import (
 	"encoding/json"
