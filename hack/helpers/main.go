@@ -133,7 +133,7 @@ func run(out string) error {
 		return err
 	}
 	defer pack.Close()
-	m := helpers.Manifest{Links: helpers.Links}
+	m := helpers.Manifest{Links: helpers.Links()}
 	var total, packed int64
 	for _, name := range sortedKeys(packages) {
 		b, err := os.ReadFile(filepath.Join(tmp, name))

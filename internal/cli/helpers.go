@@ -2,7 +2,9 @@ package cli
 
 import (
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -34,6 +36,9 @@ for a containerd of kubeboot's configuration that kubeboot did not start.`,
 			for _, e := range m.Helpers {
 				fmt.Fprintf(tw, "%s\t%.1fMiB\t%s\t%s\n", e.Name, float64(e.Size)/(1<<20), e.SHA256[:16], e.Package)
 			}
+			for _, name := range slices.Sorted(maps.Keys(m.Links)) {
+				fmt.Fprintf(tw, "%s\t-> %s\t\t\n", name, m.Links[name])
+			}
 			return tw.Flush()
 		},
 	}
@@ -48,7 +53,7 @@ for a containerd of kubeboot's configuration that kubeboot did not start.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(s.Out, "[helpers] %d written, %d already in place, in %s (linked from %s)\n", len(res.Written), res.Verified, res.Dir, path.Join(dir, helpers.Current))
+			fmt.Fprintf(s.Out, "[helpers] %d written, %d already in place, %d links made, in %s (linked from %s)\n", len(res.Written), res.Verified, len(res.Linked), res.Dir, path.Join(dir, helpers.Current))
 			return nil
 		},
 	})

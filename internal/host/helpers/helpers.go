@@ -8,9 +8,11 @@
 // ~6 MB.
 //
 // Install writes them under the root prefix into a directory named by the
-// digest of the whole set, the way k3s and k0s unpack their bundled
-// binaries, and points a `current` link at it; every start of the node
-// daemon verifies them by hash again and rewrites any that differ.
+// digest of the whole set, with the links its manifest names (two
+// programs of one binary, each run by its own name), the way k3s and k0s
+// unpack their bundled binaries, and points a `current` link at it; every
+// start of the node daemon verifies them by hash again and rewrites any
+// that differ.
 //
 // A binary built without them (a plain `go build`, `go test`) compiles
 // and runs everything but a node: Load returns ErrNotBuilt.
@@ -60,11 +62,14 @@ const (
 	NetworkEngines = "network-engines"
 )
 
-// Links are names that Install makes links to another helper, each a
+// Links are the names that Install makes links to another helper, each a
 // program of that binary that runs as its name: the processes of one
 // file share the pages of the code they have in common (docs/design.md
-// §14), and ps still names each.
-var Links = map[string]string{Flannel: NetworkEngines, KubeRouter: NetworkEngines}
+// §11g), and ps still names each. hack/helpers writes them into the
+// manifest.
+func Links() map[string]string {
+	return map[string]string{Flannel: NetworkEngines, KubeRouter: NetworkEngines}
+}
 
 // ImageOnly are the helpers that only images are made of and that no
 // node needs on disk before its first pods: Install leaves them in the
@@ -117,7 +122,8 @@ type Manifest struct {
 // ErrNotBuilt says the binary carries no helpers.
 var ErrNotBuilt = errors.New("this kubeboot binary was built without its helpers (the runc shim, pause and the CNI plugins): build it with `make build`")
 
-// Digest names the set: the sha256 of every helper's name and digest.
+// Digest names the set: the sha256 of every helper's name and digest and
+// of every link's name and target.
 func (m *Manifest) Digest() string {
 	lines := make([]string, 0, len(m.Helpers))
 	for _, e := range m.Helpers {
@@ -165,11 +171,27 @@ func load(b *bundle) (*Manifest, error) {
 		}
 	}
 	for name, target := range m.Links {
-		if _, ok := m.Get(target); !ok || name == "" || strings.ContainsRune(name, '/') {
-			return nil, fmt.Errorf("the helpers' manifest links %q to %q, which it does not carry", name, target)
+		if err := m.checkLink(name, target); err != nil {
+			return nil, fmt.Errorf("the helpers' manifest links %q to %q: %w", name, target, err)
 		}
 	}
 	return m, nil
+}
+
+// checkLink refuses a link Install could not make beside the helpers.
+func (m *Manifest) checkLink(name, target string) error {
+	switch {
+	case name == "" || name == "." || name == ".." || name == Current || strings.ContainsRune(name, '/'):
+		return errors.New("not a file name of the helpers' directory")
+	case slices.ContainsFunc(m.Helpers, func(e Entry) bool { return e.Name == name }):
+		return errors.New("a helper has that name")
+	case slices.Contains(ImageOnly, target):
+		return errors.New("that helper is left in the binary, for images only")
+	}
+	if _, ok := m.Get(target); !ok {
+		return errors.New("the binary carries no such helper")
+	}
+	return nil
 }
 
 // Open returns the named helper's uncompressed bytes.
@@ -234,8 +256,9 @@ type Result struct {
 }
 
 // Install makes dir/<digest>/ hold every helper of this binary, each
-// verified by its sha256, points dir/current at it and removes the
-// directories of other sets. logf is told of every helper it rewrites.
+// verified by its sha256, and the manifest's links beside them, points
+// dir/current at it and removes the directories of other sets. logf is
+// told of every helper it rewrites and every link it mends.
 func Install(dir string, logf func(format string, args ...any)) (Result, error) {
 	return install(embedded, dir, logf)
 }
@@ -247,6 +270,8 @@ func install(files *bundle, dir string, logf func(format string, args ...any)) (
 	}
 	digest := m.Digest()[:16]
 	res := Result{Dir: filepath.Join(dir, digest)}
+	_, err = os.Stat(res.Dir)
+	existed := err == nil // links missing from it were removed: say so
 	if err := os.MkdirAll(res.Dir, 0o755); err != nil {
 		return res, err
 	}
@@ -277,6 +302,9 @@ func install(files *bundle, dir string, logf func(format string, args ...any)) (
 			return res, err
 		}
 		if linked {
+			if existed {
+				logf("[helpers] %s did not link to %s: linking it again", filepath.Join(res.Dir, name), m.Links[name])
+			}
 			res.Linked = append(res.Linked, name)
 		}
 	}

@@ -123,9 +123,11 @@ func TestInstallLinks(t *testing.T) {
 	engines := map[string]string{"network-engines": "engines bytes", "pause": "pause bytes"}
 	links := map[string]string{"flannel": "network-engines", "kube-router": "network-engines"}
 	dir := t.TempDir()
-	res, err := install(withLinks(t, fakeBundle(t, engines), links), dir, t.Logf)
-	if err != nil || !slices.Equal(res.Linked, []string{"flannel", "kube-router"}) {
-		t.Fatalf("install: %+v %v", res, err)
+	var logged []string
+	logf := func(format string, args ...any) { logged = append(logged, fmt.Sprintf(format, args...)) }
+	res, err := install(withLinks(t, fakeBundle(t, engines), links), dir, logf)
+	if err != nil || !slices.Equal(res.Linked, []string{"flannel", "kube-router"}) || len(logged) != 0 {
+		t.Fatalf("install: %+v %v, log %q", res, err, logged)
 	}
 	for name := range links {
 		p := filepath.Join(dir, Current, name)
@@ -140,9 +142,12 @@ func TestInstallLinks(t *testing.T) {
 	os.Remove(filepath.Join(dir, Current, "kube-router"))
 	os.Remove(filepath.Join(dir, Current, "flannel"))
 	os.Symlink("pause", filepath.Join(dir, Current, "flannel"))
-	res, err = install(withLinks(t, fakeBundle(t, engines), links), dir, t.Logf)
+	res, err = install(withLinks(t, fakeBundle(t, engines), links), dir, logf)
 	if err != nil || !slices.Equal(res.Linked, []string{"flannel", "kube-router"}) || res.Relinked {
 		t.Fatalf("mending: %+v %v", res, err)
+	}
+	if len(logged) != 2 || !strings.Contains(logged[0], "flannel did not link to network-engines") {
+		t.Errorf("mending logged %q", logged)
 	}
 	if target, _ := os.Readlink(filepath.Join(dir, Current, "flannel")); target != "network-engines" {
 		t.Errorf("flannel still links to %q", target)
@@ -156,8 +161,20 @@ func TestInstallLinks(t *testing.T) {
 	if plain.Digest() == linked.Digest() {
 		t.Error("the links do not change the set's digest")
 	}
-	if _, err := install(withLinks(t, fakeBundle(t, engines), map[string]string{"flannel": "flanneld"}), t.TempDir(), t.Logf); err == nil || !strings.Contains(err.Error(), "does not carry") {
-		t.Errorf("a link to no helper: %v", err)
+	for _, c := range []struct{ name, link, target, err string }{
+		{"to no helper", "flannel", "flanneld", "carries no such helper"},
+		{"to an image's helper", "provisioner", LocalPathProvisioner, "for images only"},
+		{"in a helper's stead", "pause", "network-engines", "a helper has that name"},
+		{"in current's stead", Current, "network-engines", "not a file name"},
+		{"out of the directory", "../flannel", "network-engines", "not a file name"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			files := map[string]string{"network-engines": "engines bytes", "pause": "pause bytes", LocalPathProvisioner: "image bytes"}
+			_, err := install(withLinks(t, fakeBundle(t, files), map[string]string{c.link: c.target}), t.TempDir(), t.Logf)
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("install = %v, want an error with %q", err, c.err)
+			}
+		})
 	}
 }
 

@@ -69,7 +69,9 @@ func HostRuntimes(systemdCgroup bool) (rt Runtimes, notUsed string) {
 
 // Check is preflight's verdict on the runtimes (FileExisting-runc):
 // a host without runc passes with a warning where its crun runs the pods,
-// and fails otherwise, saying why its crun (notUsed) does not do.
+// and fails otherwise, saying why its crun (notUsed) does not do. (The
+// check looks for runc first, and asks for HostRuntimes, which runs crun
+// --version, only where runc is missing.)
 func (rt Runtimes) Check(notUsed string) (warnings []string, err error) {
 	switch {
 	case !rt.NoRunc:

@@ -116,22 +116,24 @@ func TestRuntimesCheckAndChoice(t *testing.T) {
 		{"no runtime", Runtimes{NoRunc: true}, "", "", "runc not found in PATH: kubeboot's containerd runs containers with runc", ""},
 		{"no runc, a crun not used", Runtimes{NoRunc: true}, older, "", "the host's crun does not do: " + older, "with runc, not the host's crun"},
 	} {
-		warnings, err := c.rt.Check(c.notUsed)
-		switch {
-		case c.err == "" && err != nil:
-			t.Errorf("%s: Check failed: %v", c.name, err)
-		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
-			t.Errorf("%s: Check's error %v, want one with %q", c.name, err, c.err)
-		}
-		switch {
-		case c.warning == "" && len(warnings) != 0:
-			t.Errorf("%s: warnings %q, want none", c.name, warnings)
-		case c.warning != "" && (len(warnings) != 1 || !strings.Contains(warnings[0], c.warning)):
-			t.Errorf("%s: warnings %q, want one with %q", c.name, warnings, c.warning)
-		}
-		got := c.rt.Choice(c.notUsed)
-		if (c.choiceHas == "") != (got == "") || !strings.Contains(got, c.choiceHas) {
-			t.Errorf("%s: Choice = %q, want a line with %q", c.name, got, c.choiceHas)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			warnings, err := c.rt.Check(c.notUsed)
+			switch {
+			case c.err == "" && err != nil:
+				t.Errorf("Check failed: %v", err)
+			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+				t.Errorf("Check's error %v, want one with %q", err, c.err)
+			}
+			switch {
+			case c.warning == "" && len(warnings) != 0:
+				t.Errorf("warnings %q, want none", warnings)
+			case c.warning != "" && (len(warnings) != 1 || !strings.Contains(warnings[0], c.warning)):
+				t.Errorf("warnings %q, want one with %q", warnings, c.warning)
+			}
+			got := c.rt.Choice(c.notUsed)
+			if (c.choiceHas == "") != (got == "") || !strings.Contains(got, c.choiceHas) {
+				t.Errorf("Choice = %q, want a line with %q", got, c.choiceHas)
+			}
+		})
 	}
 }

@@ -75,9 +75,11 @@ func TestCgroupDriver(t *testing.T) {
 		{"a document naming systemd", &config.Config{Kubelet: &kubeletv1beta1.KubeletConfiguration{CgroupDriver: "systemd"}}, "systemd"},
 		{"a document naming cgroupfs", &config.Config{Kubelet: &kubeletv1beta1.KubeletConfiguration{CgroupDriver: "cgroupfs"}}, "cgroupfs"},
 	} {
-		if got := CgroupDriver(c.cfg); got != c.want {
-			t.Errorf("%s: CgroupDriver = %q, want %q", c.name, got, c.want)
-		}
+		t.Run(c.name, func(t *testing.T) {
+			if got := CgroupDriver(c.cfg); got != c.want {
+				t.Errorf("CgroupDriver = %q, want %q", got, c.want)
+			}
+		})
 	}
 	if c := initConfig(t); KubeletConfiguration(c).CgroupDriver != CgroupDriver(c) {
 		t.Errorf("the kubelet's driver %q is not the node's %q", KubeletConfiguration(c).CgroupDriver, CgroupDriver(c))

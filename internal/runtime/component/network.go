@@ -9,8 +9,11 @@ import (
 	"github.com/kubeboot/kubeboot/internal/host/node"
 )
 
-// Names of the pod network's engines: small binaries of their own that
-// kubeboot carries (package helpers), run by the node daemon.
+// Names of the pod network's engines: two programs of one helper binary
+// (helpers.NetworkEngines, reached through the links helpers.Links
+// names), each run by the node daemon as a process of its own. The
+// binary runs the engine its argv[0] names, which the supervisor sets to
+// the spec's Name.
 const (
 	Flannel    = helpers.Flannel
 	KubeRouter = helpers.KubeRouter
