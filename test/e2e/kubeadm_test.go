@@ -57,7 +57,7 @@ func TestKubeadmJoinsKubeboot(t *testing.T) {
 	// kubeboot's configuration and helpers, its state under the host's root.
 	fs := fsys.NewRoot(kw.Root)
 	kb(t, kw, "helpers", "install")
-	if err := fs.WriteFile(node.ContainerdConfig, []byte(node.ContainerdConfigTOML(fs, false, node.Runtimes{})), 0o644); err != nil {
+	if err := fs.WriteFile(node.ContainerdConfig, []byte(node.ContainerdConfigTOML(fs, false, node.Runtimes{}, false)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var procs []*exec.Cmd

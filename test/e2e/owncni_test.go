@@ -14,13 +14,16 @@ import (
 )
 
 // operatorCNI is the CNI configuration an operator's CNI installs: its own
-// plugin (a copy of the bridge plugin under another name, which only
-// /opt/cni/bin holds) on a subnet of its own choosing.
+// plugin on a subnet of its own choosing. The plugin is a copy of the
+// bridge plugin named flannel, as upstream flannel's CNI names its plugin:
+// kubeboot's helpers directory has a "flannel" too (the engine, which is
+// no CNI plugin), so the pods get their addresses only if containerd
+// takes the operator's plugins first.
 const operatorCNI = `{
   "cniVersion": "1.0.0",
   "name": "operator-net",
   "plugins": [{
-    "type": "operator-bridge", "bridge": "opbr0", "isGateway": true, "ipMasq": true,
+    "type": "flannel", "bridge": "opbr0", "isGateway": true, "ipMasq": true,
     "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.250.0.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}], "dataDir": %q}
   }]
 }
@@ -66,7 +69,7 @@ func TestOwnCNI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(bin, "operator-bridge"), bridge, 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(bin, "flannel"), bridge, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(h.Root, node.CNIConfDir, "10-operator.conflist")
@@ -101,7 +104,7 @@ func TestOwnCNI(t *testing.T) {
 	if _, err := os.Stat(conf); err == nil {
 		t.Errorf("reset left %s", conf)
 	}
-	if _, err := os.Stat(filepath.Join(bin, "operator-bridge")); err != nil {
+	if _, err := os.Stat(filepath.Join(bin, "flannel")); err != nil {
 		t.Errorf("reset removed the operator's plugin: %v", err)
 	}
 	os.RemoveAll(filepath.Join(h.Root, "opt"))

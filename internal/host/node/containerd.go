@@ -30,7 +30,12 @@ import (
 // through the same shim (its BinaryName); runc stays as the handler "runc"
 // (a RuntimeClass with handler: runc selects it) where the host has it.
 // crun costs about half of runc's CPU per container (docs/design.md §14).
-func ContainerdConfigTOML(fs fsys.FS, systemdCgroup bool, rt Runtimes) string {
+//
+// operatorCNI (init --flannel-backend none): the operator's CNI plugins,
+// in /opt/cni/bin, come before kubeboot's helpers, whose directory holds
+// programs that are not CNI plugins but share their names (flannel's
+// engine, which an operator's flannel CNI names as its plugin type).
+func ContainerdConfigTOML(fs fsys.FS, systemdCgroup bool, rt Runtimes, operatorCNI bool) string {
 	var b strings.Builder
 	err := containerdConfig.Execute(&b, containerdSettings{
 		Root: fs.Path(ContainerdRoot), State: fs.Path(ContainerdState),
@@ -40,6 +45,7 @@ func ContainerdConfigTOML(fs fsys.FS, systemdCgroup bool, rt Runtimes) string {
 		RuncRoot: fs.Path(RuncRoot), ShimPath: fs.Path(ShimPath), ShimSocketDir: ShimSocketDir(fs),
 		RegistryHostsDir: fs.Path(RegistryHostsDir), SystemdCgroup: systemdCgroup,
 		Crun: rt.Crun, CrunRoot: fs.Path(CrunRoot), Runc: rt.Crun == "" || !rt.NoRunc,
+		OperatorCNI: operatorCNI,
 	})
 	if err != nil {
 		panic(err) // the template and its settings are this package's own
@@ -105,7 +111,7 @@ type containerdSettings struct {
 	Root, State, Socket, TTRPCSocket, Opt, SandboxImage      string
 	CNIBinDir, CNIConfDir, RuncRoot, ShimPath, ShimSocketDir string
 	RegistryHostsDir, OperatorCNIBinDir, Crun, CrunRoot      string
-	SystemdCgroup, Runc                                      bool
+	SystemdCgroup, Runc, OperatorCNI                         bool
 }
 
 // containerdConfig is the configuration with its comments, for the
@@ -185,9 +191,15 @@ disabled_plugins = [
         Root = {{q .CrunRoot}}
 {{- end}}
   [plugins."io.containerd.cri.v1.runtime".cni]
+{{- if .OperatorCNI}}
+    # The operator's CNI (init --flannel-backend none): its plugins, in
+    # the usual directory, first; then kubeboot's.
+    bin_dirs = [{{q .OperatorCNIBinDir}}, {{q .CNIBinDir}}]
+{{- else}}
     # kubeboot's plugins first, then the usual directory, where an
-    # operator's CNI (init --flannel-backend none) installs its own.
+    # operator adds plugins of its own.
     bin_dirs = [{{q .CNIBinDir}}, {{q .OperatorCNIBinDir}}]
+{{- end}}
     conf_dir = {{q .CNIConfDir}}
     max_conf_num = 1
     # containerd brings up a pod's lo itself, rather than by an exec of

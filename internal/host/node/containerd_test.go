@@ -22,7 +22,7 @@ func TestContainerdConfigTOML(t *testing.T) {
 			State   string
 			Plugins map[string]map[string]any
 		}
-		if err := toml.Unmarshal([]byte(ContainerdConfigTOML(fs, systemd, Runtimes{})), &c); err != nil {
+		if err := toml.Unmarshal([]byte(ContainerdConfigTOML(fs, systemd, Runtimes{}, false)), &c); err != nil {
 			t.Fatalf("not TOML: %v", err)
 		}
 		if c.Version != 4 || c.Root != fs.Path(ContainerdRoot) || c.State != fs.Path(ContainerdState) {
@@ -54,6 +54,22 @@ func TestContainerdConfigTOML(t *testing.T) {
 	}
 }
 
+// With the operator's CNI (--flannel-backend none), its plugins come first:
+// kubeboot's helpers directory holds programs that are not CNI plugins
+// but share their names (flannel's engine, which an operator's flannel CNI
+// names as its plugin type).
+func TestContainerdConfigTOMLOperatorCNI(t *testing.T) {
+	fs := fsys.NewRoot("/srv/node-a")
+	var c struct{ Plugins map[string]map[string]any }
+	if err := toml.Unmarshal([]byte(ContainerdConfigTOML(fs, false, Runtimes{}, true)), &c); err != nil {
+		t.Fatalf("not TOML: %v", err)
+	}
+	cni := c.Plugins["io.containerd.cri.v1.runtime"]["cni"].(map[string]any)
+	if dirs := cni["bin_dirs"].([]any); len(dirs) != 2 || dirs[0] != "/srv/node-a/opt/cni/bin" || dirs[1] != fs.Path(CNIBinDir) {
+		t.Errorf("CNI plugin directories %v: the operator's, then kubeboot's", dirs)
+	}
+}
+
 // On a host with crun, the pods run with it through the same shim by
 // default, and runc stays as the handler "runc" with its own state, where
 // the host has runc.
@@ -64,7 +80,7 @@ func TestContainerdConfigTOMLCrun(t *testing.T) {
 			var c struct {
 				Plugins map[string]map[string]any
 			}
-			if err := toml.Unmarshal([]byte(ContainerdConfigTOML(fs, systemd, Runtimes{Crun: "/usr/bin/crun", NoRunc: noRunc})), &c); err != nil {
+			if err := toml.Unmarshal([]byte(ContainerdConfigTOML(fs, systemd, Runtimes{Crun: "/usr/bin/crun", NoRunc: noRunc}, false)), &c); err != nil {
 				t.Fatalf("not TOML: %v", err)
 			}
 			ctr := c.Plugins["io.containerd.cri.v1.runtime"]["containerd"].(map[string]any)
@@ -93,7 +109,7 @@ func TestContainerdConfigTOMLCrun(t *testing.T) {
 		}
 	}
 	// Without crun, runc is there whatever NoRunc says: it is the runtime.
-	if s := ContainerdConfigTOML(fs, true, Runtimes{NoRunc: true}); !strings.Contains(s, "runtimes.runc]") {
+	if s := ContainerdConfigTOML(fs, true, Runtimes{NoRunc: true}, false); !strings.Contains(s, "runtimes.runc]") {
 		t.Errorf("no crun: no runc runtime either:\n%s", s)
 	}
 }

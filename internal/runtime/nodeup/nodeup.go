@@ -341,7 +341,7 @@ func (n *Node) StartRuntime(ctx context.Context, prefix string) error {
 			n.Logf("[%s] %s", prefix, c)
 		}
 		n.Logf("[%s] Writing containerd configuration to file %q", prefix, n.FS.Path(node.ContainerdConfig))
-		if err := n.FS.WriteFile(node.ContainerdConfig, []byte(node.ContainerdConfigTOML(n.FS, n.systemdCgroup(), rt)), 0o644); err != nil {
+		if err := n.FS.WriteFile(node.ContainerdConfig, []byte(node.ContainerdConfigTOML(n.FS, n.systemdCgroup(), rt, !r.RunsFlannel())), 0o644); err != nil {
 			return err
 		}
 		spec := r.ContainerdSpec()
