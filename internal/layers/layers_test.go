@@ -69,8 +69,8 @@ var levels = map[string][][]string{
 		{"initphases", "joinphases", "resetphases", "upgradephases"},
 	},
 	"internal/network": {
-		{"cni", "apilb", "healthz", "nodewait"},
-		{"flannel", "kuberouter"}, // the engines, over the CNI configuration, their waits and health
+		{"cni", "apilb", "healthz", "nodewait", "engine"},
+		{"flannel", "kuberouter"}, // the engines, over the CNI configuration, their waits, health and command-line frame
 	},
 	"internal/programs": {
 		{"settle", "pause", "kubectli18n", "testserver"},

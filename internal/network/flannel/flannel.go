@@ -32,12 +32,10 @@ import (
 	"fmt"
 	"math/big"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/flannel-io/flannel/pkg/backend"
 	_ "github.com/flannel-io/flannel/pkg/backend/hostgw"
@@ -51,6 +49,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/kubeboot/kubeboot/internal/network/cni"
+	"github.com/kubeboot/kubeboot/internal/network/engine"
 	"github.com/kubeboot/kubeboot/internal/network/healthz"
 	"github.com/kubeboot/kubeboot/internal/network/nodewait"
 )
@@ -89,17 +88,7 @@ func Main(args []string) int {
 	fs.IntVar(&o.masqResync, "iptables-resync", 60, "seconds between checks of flannel's masquerading rules")
 	fs.IntVar(&o.forwardResync, "iptables-forward-resync", 50, "seconds between checks of flannel's FORWARD rules")
 	fs.IntVar(&o.mtuOverhead, "mtu-overhead", -1, "what the backend takes off the node interface's MTU for the pods, to write the CNI configuration as soon as the node has its pod CIDR (-1: once flannel holds the lease)")
-	klog.InitFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	if err := o.run(ctx); err != nil && ctx.Err() == nil {
-		fmt.Fprintln(os.Stderr, "flannel:", err)
-		return 1
-	}
-	return 0
+	return engine.Main(fs, args, o.run)
 }
 
 // ipv6Underlay is what an outer IPv6 header takes beyond an IPv4 one.

@@ -19,11 +19,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/cloudnativelabs/kube-router/v2/pkg/controllers/netpol"
@@ -35,6 +33,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/kubeboot/kubeboot/internal/network/engine"
 	"github.com/kubeboot/kubeboot/internal/network/healthz"
 	"github.com/kubeboot/kubeboot/internal/network/nodewait"
 )
@@ -64,17 +63,7 @@ func Main(args []string) int {
 	fs.StringVar(&o.readyz, "readyz", "127.0.0.1:20244", "address of /readyz (empty: none)")
 	fs.DurationVar(&o.syncPeriod, "sync-period", 5*time.Minute, "period of full syncs of policies to iptables (changes apply at once)")
 	fs.DurationVar(&o.podEventInterval, "pod-event-interval", time.Second, "pod changes that come within this of the last handed to the controller are handed over together once it has passed (0: each at once)")
-	klog.InitFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
-	if err := o.run(ctx); err != nil && ctx.Err() == nil {
-		fmt.Fprintln(os.Stderr, "kube-router:", err)
-		return 1
-	}
-	return 0
+	return engine.Main(fs, args, o.run)
 }
 
 func (o opts) run(ctx context.Context) error {
