@@ -73,11 +73,22 @@ func HostRuntimes(systemdCgroup bool) (rt Runtimes, notUsed string) {
 	return rt, notUsed
 }
 
+// CheckHostRuntimes is preflight's FileExisting-runc: Check of the
+// host's runtimes, with crun (whose --version host.Crun runs) asked only
+// where runc is missing, the one case where it decides the verdict.
+func CheckHostRuntimes(systemdCgroup bool) (warnings []string, err error) {
+	if _, err := exec.LookPath("runc"); err == nil {
+		return nil, nil // crun or not, the node has a runtime
+	}
+	rt := Runtimes{NoRunc: true}
+	var notUsed string
+	rt.Crun, notUsed = host.Crun(systemdCgroup)
+	return rt.Check(notUsed)
+}
+
 // Check is preflight's verdict on the runtimes (FileExisting-runc):
 // a host without runc passes with a warning where its crun runs the pods,
-// and fails otherwise, saying why its crun (notUsed) does not do. (The
-// check looks for runc first, and asks for HostRuntimes, which runs crun
-// --version, only where runc is missing.)
+// and fails otherwise, saying why its crun (notUsed) does not do.
 func (rt Runtimes) Check(notUsed string) (warnings []string, err error) {
 	switch {
 	case !rt.NoRunc:

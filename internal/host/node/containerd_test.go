@@ -2,12 +2,15 @@ package node
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/kubeboot/kubeboot/internal/base/fsys"
+	"github.com/kubeboot/kubeboot/internal/host/host"
 	"github.com/kubeboot/kubeboot/internal/host/images"
 )
 
@@ -151,5 +154,39 @@ func TestRuntimesCheckAndChoice(t *testing.T) {
 				t.Errorf("Choice = %q, want a line with %q", got, c.choiceHas)
 			}
 		})
+	}
+}
+
+// Preflight's runtime check passes on runc alone without running crun,
+// and asks crun (where the host could use it) only when runc is missing.
+func TestCheckHostRuntimes(t *testing.T) {
+	dir := t.TempDir()
+	ran := filepath.Join(dir, "crun-ran")
+	script := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	script("crun", "touch "+ran+"\necho 'crun version 1.8.1'\n")
+	t.Setenv("PATH", dir)
+
+	_, err := CheckHostRuntimes(false)
+	if err == nil || !strings.HasPrefix(err.Error(), "runc not found in PATH") {
+		t.Fatalf("no runc: %v", err)
+	}
+	if _, statErr := os.Stat(ran); (statErr == nil) != host.CgroupV2() {
+		t.Fatalf("no runc: crun run %v on a host with cgroup v2 %v", statErr == nil, host.CgroupV2())
+	}
+	if host.CgroupV2() && !strings.Contains(err.Error(), "older than") {
+		t.Fatalf("no runc, an old crun: %v does not say why crun does not do", err)
+	}
+
+	os.Remove(ran)
+	script("runc", "exit 0\n")
+	if w, err := CheckHostRuntimes(false); len(w) != 0 || err != nil {
+		t.Fatalf("runc: warnings %q, error %v", w, err)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("runc in PATH, and crun --version was run")
 	}
 }

@@ -205,11 +205,7 @@ func (n *Node) Checks() []preflight.Check {
 			// cgroup v2 host that has it, crun) is the one runtime piece
 			// it takes from the distribution.
 			preflight.Check{Name: "FileExisting-runc", Run: func() ([]string, error) {
-				if _, err := exec.LookPath("runc"); err == nil {
-					return nil, nil // crun or not, the node has a runtime
-				}
-				rt, notUsed := node.HostRuntimes(n.systemdCgroup())
-				return rt.Check(notUsed)
+				return node.CheckHostRuntimes(n.systemdCgroup())
 			}},
 			preflight.Check{Name: "Helpers", Run: func() ([]string, error) {
 				_, err := helpers.Load()
