@@ -129,6 +129,7 @@ func run(runs, pods int, idle time.Duration) error {
 	if pods > 0 {
 		fmt.Printf("\n%d-pod burst, median of %d runs:\n", pods, len(samples))
 		fmt.Printf("  CPU per pod (machine busy CPU / %d)   %s\n", pods, pick(func(s sample) time.Duration { return s.burst.CPUPerPod }))
+		fmt.Printf("    of which add-ons and engines        %s\n", pick(func(s sample) time.Duration { return s.burst.AddOnCPUPerPod }))
 		fmt.Printf("  pod startup p50 (creation -> Running)  %s\n", pick(func(s sample) time.Duration { return s.burst.P50 }))
 		fmt.Printf("  pod startup p99                        %s\n", pick(func(s sample) time.Duration { return s.burst.P99 }))
 		mem := make([]float64, len(samples))

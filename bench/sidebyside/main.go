@@ -488,6 +488,7 @@ func report(kubeadm, kubeboot []figures, pods int, idle time.Duration) {
 	mib("  the rest (add-ons)", func(f figures) float64 { return benchutil.MiB(f.idle.Other) })
 	if pods > 0 {
 		dur(fmt.Sprintf("%d-pod burst: CPU per pod", pods), func(f figures) time.Duration { return f.burst.CPUPerPod })
+		dur("  without add-ons and engines", func(f figures) time.Duration { return f.burst.CPUPerPod - f.burst.AddOnCPUPerPod })
 		dur("  startup p50", func(f figures) time.Duration { return f.burst.P50 })
 		dur("  startup p99", func(f figures) time.Duration { return f.burst.P99 })
 		mib("  memory per pod", func(f figures) float64 { return f.burst.MemPerPodMiB })

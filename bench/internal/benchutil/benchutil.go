@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kubeboot/kubeboot/internal/host/helpers"
 	"github.com/kubeboot/kubeboot/internal/runtime/component"
 	"github.com/kubeboot/kubeboot/test/nethost"
 )
@@ -348,6 +349,32 @@ func upstreamComponent(name string) bool {
 		return true
 	}
 	return false
+}
+
+// AddOn reports whether a process (by its name in the footprint) is one
+// a kubeadm node does not run: kubeboot's add-ons (metrics-server, the
+// local-path provisioner) and its pod network's engines (flannel,
+// kube-router's policy controller). Figures like for like leave them out.
+func AddOn(name string) bool {
+	switch name {
+	case helpers.MetricsServer, helpers.LocalPathProvisioner, helpers.Flannel, helpers.KubeRouter:
+		return true
+	}
+	return false
+}
+
+// CPUIn is the CPU (own and reaped children's) the processes whose names
+// match used between two readings (a process new in after counts from
+// zero).
+func CPUIn(before, after map[int]ProcCPU, match func(name string) bool) time.Duration {
+	var d time.Duration
+	for pid, a := range after {
+		if match(a.Name) {
+			b := before[pid]
+			d += a.Self - b.Self + a.Children - b.Children
+		}
+	}
+	return d
 }
 
 // ProcCPU is one process's CPU time: its own (utime+stime) and that of

@@ -28,7 +28,11 @@ import (
 // Result is what a burst of pods measured.
 type Result struct {
 	P50, P99, CPUPerPod time.Duration
-	MemPerPodMiB        float64
+	// AddOnCPUPerPod is the part of CPUPerPod that processes a kubeadm
+	// node does not run used (benchutil.AddOn: kubeboot's add-ons and pod
+	// network engines, kube-router's policy syncs above all).
+	AddOnCPUPerPod time.Duration
+	MemPerPodMiB   float64
 	// Steady is the node's CPU per second with the pods Running and
 	// nothing else happening.
 	Steady time.Duration
@@ -55,7 +59,10 @@ func Run(c kubernetes.Interface, nodeProcesses func() []int, n int) (Result, err
 	if err := podStartup(c, n, &b); err != nil {
 		return b, err
 	}
-	benchutil.PrintCPUBreakdown(cpu0, benchutil.CPUOf(nodeProcesses()), benchutil.BusyCPU()-busy0, n)
+	cpu1 := benchutil.CPUOf(nodeProcesses())
+	benchutil.PrintCPUBreakdown(cpu0, cpu1, benchutil.BusyCPU()-busy0, n)
+	b.AddOnCPUPerPod = benchutil.CPUIn(cpu0, cpu1, benchutil.AddOn) / time.Duration(n)
+	fmt.Printf("of which add-ons and pod network engines (processes a kubeadm node does not run): %s per pod\n", b.AddOnCPUPerPod.Round(time.Millisecond))
 	req1, err := apiRequests(context.Background(), c)
 	if err != nil {
 		return b, err
