@@ -18,7 +18,9 @@ import (
 
 // Main parses args (without the program name) into fs, with klog's flags
 // added, and runs run until it returns or a SIGINT or SIGTERM cancels its
-// context. It returns the exit code: 2 for flags that do not parse, 1
+// context. run must read the options fs fills after the parse: a method
+// value on a pointer (o.run with func (o *opts) run), not on a copy made
+// when Main is called (func (o opts) run), which keeps their defaults. It returns the exit code: 2 for flags that do not parse, 1
 // for an error run returns before a signal (said on stderr as "<fs's
 // name>: <error>"), 0 otherwise.
 func Main(fs *flag.FlagSet, args []string, run func(context.Context) error) int {

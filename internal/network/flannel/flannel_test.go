@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/kubeboot/kubeboot/internal/network/cni"
+	"github.com/kubeboot/kubeboot/internal/network/engine/enginetest"
 )
 
 func TestNetConf(t *testing.T) {
@@ -90,4 +91,10 @@ func TestEarlyCNIConf(t *testing.T) {
 	if string(b) != string(want) {
 		t.Errorf("dual-stack, IPv6 first: wrote:\n%s\nwant:\n%s", b, want)
 	}
+}
+
+// Main hands its run the flags it parsed, and a SIGTERM ends it.
+func TestMainRunsWithItsFlags(t *testing.T) {
+	dir := t.TempDir()
+	enginetest.ServesReadyz(t, Main, "--kubeconfig="+filepath.Join(dir, "none.conf"), "--node-name=n1", "--pod-subnets=10.244.0.0/16", "--state-dir="+filepath.Join(dir, "state"))
 }

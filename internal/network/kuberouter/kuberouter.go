@@ -66,7 +66,7 @@ func Main(args []string) int {
 	return engine.Main(fs, args, o.run)
 }
 
-func (o opts) run(ctx context.Context) error {
+func (o *opts) run(ctx context.Context) error {
 	if o.kubeconfig == "" || o.nodeName == "" {
 		return errors.New("--kubeconfig and --node-name are required")
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kubeboot/kubeboot/internal/network/engine/enginetest"
 )
 
 // third_party/kube-router holds upstream's files unmodified: each one
@@ -90,4 +92,11 @@ func TestOnlyTheFirewallIsLinked(t *testing.T) {
 	if !firewall {
 		t.Error("the network policy controller is not linked")
 	}
+}
+
+// Main hands its run the flags it parsed (a run on a copy of the options
+// made before the parse said "--kubeconfig and --node-name are required"
+// on every node), and a SIGTERM ends it.
+func TestMainRunsWithItsFlags(t *testing.T) {
+	enginetest.ServesReadyz(t, Main, "--kubeconfig="+filepath.Join(t.TempDir(), "none.conf"), "--node-name=n1", "--pod-subnets=10.244.0.0/16")
 }
