@@ -353,11 +353,12 @@ func upstreamComponent(name string) bool {
 
 // AddOn reports whether a process (by its name in the footprint) is one
 // a kubeadm node does not run: kubeboot's add-ons (metrics-server, the
-// local-path provisioner) and its pod network's engines (flannel,
-// kube-router's policy controller). Figures like for like leave them out.
+// local-path provisioner and its per-volume helper pods) and its pod
+// network's engines (flannel, kube-router's policy controller). Figures
+// like for like leave them out.
 func AddOn(name string) bool {
 	switch name {
-	case helpers.MetricsServer, helpers.LocalPathProvisioner, helpers.Flannel, helpers.KubeRouter:
+	case helpers.MetricsServer, helpers.LocalPathProvisioner, helpers.LocalPathHelper, helpers.Flannel, helpers.KubeRouter:
 		return true
 	}
 	return false
@@ -370,11 +371,16 @@ func CPUIn(before, after map[int]ProcCPU, match func(name string) bool) time.Dur
 	var d time.Duration
 	for pid, a := range after {
 		if match(a.Name) {
-			b := before[pid]
-			d += a.Self - b.Self + a.Children - b.Children
+			d += a.Since(before[pid])
 		}
 	}
 	return d
+}
+
+// Since is the CPU p used since an earlier reading of the same process
+// (the zero ProcCPU for one that was not there).
+func (p ProcCPU) Since(earlier ProcCPU) time.Duration {
+	return p.Self - earlier.Self + p.Children - earlier.Children
 }
 
 // ProcCPU is one process's CPU time: its own (utime+stime) and that of
@@ -432,7 +438,7 @@ func PrintCPUBreakdown(before, after map[int]ProcCPU, busy time.Duration, per in
 		g.n++
 		g.self += a.Self - b.Self
 		g.children += a.Children - b.Children
-		total += a.Self - b.Self + a.Children - b.Children
+		total += a.Since(b)
 	}
 	names := make([]string, 0, len(groups))
 	for n := range groups {

@@ -34,7 +34,7 @@ func TestAddOnIsNotUpstreamNorRuntime(t *testing.T) {
 			t.Errorf("%s counted as an add-on", name)
 		}
 	}
-	for _, name := range []string{"flannel", "kube-router", "metrics-server", "local-path-provisioner"} {
+	for _, name := range []string{"flannel", "kube-router", "metrics-server", "local-path-provisioner", "local-path-helper"} {
 		if !AddOn(name) || upstreamComponent(name) || runtimeProcess(name) {
 			t.Errorf("%s: add-on %v, upstream %v, runtime %v", name, AddOn(name), upstreamComponent(name), runtimeProcess(name))
 		}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -158,35 +159,51 @@ func TestRuntimesCheckAndChoice(t *testing.T) {
 }
 
 // Preflight's runtime check passes on runc alone without running crun,
-// and asks crun (where the host could use it) only when runc is missing.
+// and asks crun only when runc is missing, on a cgroup v2 host (a
+// cgroup v1 host's crun is never asked: crun refuses the hybrid layout).
 func TestCheckHostRuntimes(t *testing.T) {
-	dir := t.TempDir()
-	ran := filepath.Join(dir, "crun-ran")
-	script := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	script("crun", "touch "+ran+"\necho 'crun version 1.8.1'\n")
-	t.Setenv("PATH", dir)
+	for _, v2 := range []bool{true, false} {
+		t.Run(fmt.Sprintf("cgroup v2 %v", v2), func(t *testing.T) {
+			cgroups := t.TempDir()
+			if v2 {
+				if err := os.WriteFile(filepath.Join(cgroups, "cgroup.controllers"), []byte("cpu memory\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			old := host.CgroupRoot
+			host.CgroupRoot = cgroups
+			t.Cleanup(func() { host.CgroupRoot = old })
 
-	_, err := CheckHostRuntimes(false)
-	if err == nil || !strings.HasPrefix(err.Error(), "runc not found in PATH") {
-		t.Fatalf("no runc: %v", err)
-	}
-	if _, statErr := os.Stat(ran); (statErr == nil) != host.CgroupV2() {
-		t.Fatalf("no runc: crun run %v on a host with cgroup v2 %v", statErr == nil, host.CgroupV2())
-	}
-	if host.CgroupV2() && !strings.Contains(err.Error(), "older than") {
-		t.Fatalf("no runc, an old crun: %v does not say why crun does not do", err)
-	}
+			dir := t.TempDir()
+			ran := filepath.Join(dir, "crun-ran")
+			script := func(name, body string) {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The shell's own redirection: PATH holds only dir.
+			script("crun", ": > "+ran+"\necho 'crun version 1.8.1'\n")
+			t.Setenv("PATH", dir)
 
-	os.Remove(ran)
-	script("runc", "exit 0\n")
-	if w, err := CheckHostRuntimes(false); len(w) != 0 || err != nil {
-		t.Fatalf("runc: warnings %q, error %v", w, err)
-	}
-	if _, err := os.Stat(ran); err == nil {
-		t.Fatal("runc in PATH, and crun --version was run")
+			_, err := CheckHostRuntimes(false)
+			if err == nil || !strings.HasPrefix(err.Error(), "runc not found in PATH") {
+				t.Fatalf("no runc: %v", err)
+			}
+			if _, statErr := os.Stat(ran); (statErr == nil) != v2 {
+				t.Fatalf("no runc: crun run %v", statErr == nil)
+			}
+			if strings.Contains(err.Error(), "older than") != v2 {
+				t.Fatalf("no runc: %v (says why the old crun does not do only where it was asked)", err)
+			}
+
+			os.Remove(ran)
+			script("runc", "exit 0\n")
+			if w, err := CheckHostRuntimes(false); len(w) != 0 || err != nil {
+				t.Fatalf("runc: warnings %q, error %v", w, err)
+			}
+			if _, err := os.Stat(ran); err == nil {
+				t.Fatal("runc in PATH, and crun --version was run")
+			}
+		})
 	}
 }

@@ -20,9 +20,10 @@ import (
 // added, and runs run until it returns or a SIGINT or SIGTERM cancels its
 // context. run must read the options fs fills after the parse: a method
 // value on a pointer (o.run with func (o *opts) run), not on a copy made
-// when Main is called (func (o opts) run), which keeps their defaults. It returns the exit code: 2 for flags that do not parse, 1
-// for an error run returns before a signal (said on stderr as "<fs's
-// name>: <error>"), 0 otherwise.
+// when Main is called (func (o opts) run), which keeps their defaults.
+// It returns the exit code: 2 for flags that do not parse, 1 for an error
+// run returns before a signal (said on stderr as "<fs's name>: <error>"),
+// 0 otherwise.
 func Main(fs *flag.FlagSet, args []string, run func(context.Context) error) int {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"syscall"
 	"testing"
 	"time"
@@ -24,8 +26,16 @@ func ServesReadyz(t *testing.T, main func(args []string) int, args ...string) {
 	}
 	addr := l.Addr().String()
 	l.Close()
+	// The test process's own hold on SIGTERM, beside the engine's: should
+	// the engine's Main have returned (and dropped its own) before the
+	// signal below, the test fails by its timeout rather than being
+	// killed by Go's default handling.
+	held := make(chan os.Signal, 1)
+	signal.Notify(held, syscall.SIGTERM)
+	defer signal.Stop(held)
 	exit := make(chan int, 1)
 	go func() { exit <- main(append(args, "--readyz="+addr)) }()
+	client := &http.Client{Timeout: time.Second}
 
 	url := fmt.Sprintf("http://%s/readyz", addr)
 	deadline := time.Now().Add(10 * time.Second)
@@ -35,7 +45,7 @@ func ServesReadyz(t *testing.T, main func(args []string) int, args ...string) {
 			t.Fatalf("exited %d before serving %s", code, url)
 		default:
 		}
-		resp, err := http.Get(url)
+		resp, err := client.Get(url)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode != http.StatusServiceUnavailable {
